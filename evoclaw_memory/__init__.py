@@ -1,0 +1,19 @@
+"""evoclaw-memory: tiered, local-first long-term memory for AI agents on edge devices."""
+
+from .config import Config, load_config
+from .errors import (AuthError, ConfigError, CryptoError, EvoclawError, LimitError, LLMError,
+                     NotFoundError, RemoteError, StoreError, Unavailable, ValidationError)
+from .memory import Memory
+from .models import (Distilled, Fact, FactDraft, HotState, Metadata, PathChoice,
+                     RetrievalResult, TreeNode)
+from .retrieve import KeywordNavigator, TreeNavigator
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Memory", "Config", "load_config", "Fact", "FactDraft", "HotState", "Metadata",
+    "Distilled", "TreeNode", "RetrievalResult", "PathChoice", "TreeNavigator",
+    "KeywordNavigator", "EvoclawError", "ConfigError", "ValidationError", "LimitError",
+    "NotFoundError", "StoreError", "RemoteError", "AuthError", "Unavailable", "CryptoError",
+    "LLMError", "__version__",
+]

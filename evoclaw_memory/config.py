@@ -1,0 +1,163 @@
+"""Configuration: defaults < TOML file < environment < explicit arguments (CLI flags).
+
+The file is `$EVOCLAW_HOME/config.toml` (or the path given). Secrets (cloud token, LLM key)
+are kept out of every rendering of the config: `redacted()` is what `config show` prints.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+import msgspec
+
+from .errors import ConfigError, ValidationError
+
+_AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+SECRET_FIELDS = ("cloud_token", "llm_api_key")
+
+# Environment variable -> config field (Turso's own names for the cloud).
+ENV_VARS = {
+    "EVOCLAW_AGENT_ID": "agent_id",
+    "EVOCLAW_WORKSPACE": "workspace",
+    "TURSO_DATABASE_URL": "cloud_url",
+    "TURSO_AUTH_TOKEN": "cloud_token",
+    "EVOCLAW_LLM_BASE_URL": "llm_base_url",
+    "EVOCLAW_LLM_MODEL": "llm_model",
+    "EVOCLAW_LLM_API_KEY": "llm_api_key",
+}
+
+# TOML layout: [section] key -> field.
+_FILE_LAYOUT = {
+    None: {"agent_id": "agent_id", "workspace": "workspace", "memory_md": "memory_md",
+           "encryption": "encryption"},
+    "scoring": {"decay_days": "decay_days", "access_boost": "access_boost"},
+    "warm": {"max_bytes": "warm_max_bytes", "retention_days": "warm_retention_days"},
+    "cold": {"retention_days": "cold_retention_days"},
+    "cloud": {"url": "cloud_url", "auth_token": "cloud_token"},
+    "llm": {"base_url": "llm_base_url", "model": "llm_model", "api_key": "llm_api_key",
+            "timeout": "llm_timeout"},
+}
+
+
+def validate_agent_id(agent_id: str) -> str:
+    """The agent id if it is safe as a folder name, else ValidationError."""
+    if not isinstance(agent_id, str) or not _AGENT_ID.match(agent_id):
+        raise ValidationError(f"invalid agent id {str(agent_id)[:70]!r}: use 1-64 letters, "
+                              "digits, '-' or '_' (starting with a letter or digit)")
+    return agent_id
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("EVOCLAW_HOME") or Path.home() / ".evoclaw").expanduser()
+
+
+class Config(msgspec.Struct, kw_only=True):
+    """Everything configurable, with the defaults of SPEC §1-2."""
+
+    home: str
+    agent_id: str = "default"
+    workspace: Optional[str] = None      # default: <home>/agents/<agent_id>/workspace
+    memory_md: Optional[str] = None      # default: <workspace>/MEMORY.md
+    decay_days: float = 30.0
+    access_boost: float = 0.1
+    warm_max_bytes: int = 50 * 1024
+    warm_retention_days: float = 30.0
+    cold_retention_days: float = 3650.0
+    cloud_url: Optional[str] = None
+    cloud_token: Optional[str] = None
+    llm_base_url: Optional[str] = None
+    llm_model: Optional[str] = None
+    llm_api_key: Optional[str] = None
+    llm_timeout: float = 20.0
+    encryption: str = "off"
+
+    def __repr__(self) -> str:  # never leak a secret through a repr in a traceback or log
+        return f"Config({self.redacted()!r})"
+
+    __str__ = __repr__
+
+    @property
+    def agent_dir(self) -> Path:
+        return Path(self.home) / "agents" / self.agent_id
+
+    @property
+    def db_path(self) -> Path:
+        return self.agent_dir / "memory.db"
+
+    @property
+    def workspace_path(self) -> Path:
+        return Path(self.workspace).expanduser() if self.workspace else self.agent_dir / "workspace"
+
+    @property
+    def memory_md_path(self) -> Path:
+        return Path(self.memory_md).expanduser() if self.memory_md else self.workspace_path / "MEMORY.md"
+
+    def redacted(self) -> dict[str, Any]:
+        """The config as a dict with every secret replaced by '***' (or None when unset)."""
+        data = msgspec.structs.asdict(self)
+        for field in SECRET_FIELDS:
+            data[field] = "***" if data[field] else None
+        return data
+
+
+def config_file(home: Path) -> Path:
+    return home / "config.toml"
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    values: dict[str, Any] = {}
+    for key, item in raw.items():
+        if isinstance(item, dict):
+            layout = _FILE_LAYOUT.get(key)
+            if layout is None:
+                raise ConfigError(f"{path}: unknown section [{key}]")
+            for sub, sub_item in item.items():
+                if sub not in layout:
+                    raise ConfigError(f"{path}: unknown key {sub!r} in [{key}]")
+                values[layout[sub]] = sub_item
+        elif key in _FILE_LAYOUT[None]:
+            values[_FILE_LAYOUT[None][key]] = item
+        else:
+            raise ConfigError(f"{path}: unknown key {key!r}")
+    return values
+
+
+def load_config(home: Optional[Path | str] = None, agent_id: Optional[str] = None,
+                env: Optional[Mapping[str, str]] = None, config_path: Optional[Path] = None,
+                **overrides: Any) -> Config:
+    """Build the Config: defaults, then the TOML file, then environment, then arguments."""
+    env = os.environ if env is None else env
+    home_path = Path(home).expanduser() if home else (
+        Path(env["EVOCLAW_HOME"]).expanduser() if env.get("EVOCLAW_HOME")
+        else Path.home() / ".evoclaw")
+    values: dict[str, Any] = _read_file(config_path or config_file(home_path))
+    for var, field in ENV_VARS.items():
+        if env.get(var):
+            values[field] = env[var]
+    if agent_id is not None:
+        values["agent_id"] = agent_id
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    values["home"] = str(home_path)
+    try:
+        config = msgspec.convert(values, Config, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from exc
+    validate_agent_id(config.agent_id)
+    if config.encryption not in ("on", "off"):
+        raise ConfigError("encryption must be 'on' or 'off'")
+    return config

@@ -1,0 +1,109 @@
+"""Consolidation (SPEC §5): quick, daily, monthly and full, each building on the previous.
+
+quick   rescore, evict/archive warm facts, promote lessons into hot memory, rebuild MEMORY.md
+daily   ingest-daily first, then quick, then prune the tree
+monthly daily + tree rebuild (recount from data; rebalance) + cold cleanup of expired frozen facts
+full    monthly + an integrity check and a full report
+Every mode returns counts and records itself in metrics (count, and last-run timestamp).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from . import hot as hot_rules
+from .errors import ValidationError
+from .limits import TIER_COLD, TIER_HOT
+from .scoring import age_days, score
+from .warm import eviction_plan
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+MODES = ("quick", "daily", "monthly", "full")
+
+
+def run_consolidation(mem: "Memory", mode: str) -> dict[str, Any]:
+    """Run `mode` on `mem` and return its report."""
+    if mode not in MODES:
+        raise ValidationError(f"unknown consolidation mode {mode!r}; use {', '.join(MODES)}")
+    started = time.perf_counter()
+    report: dict[str, Any] = {"mode": mode}
+    level = MODES.index(mode)
+    if level >= 1:
+        report["ingest"] = mem.ingest_daily()
+    report.update(quick(mem))
+    if level >= 1:
+        report["tree_pruned"] = mem.tree_prune()
+    if level >= 2:
+        report["tree_recounted"] = mem.recount_tree()
+        report["cold_deleted"] = cold_cleanup(mem)
+    if level >= 3:
+        report["integrity"] = mem.store.quick_check()
+        report["totals"] = mem.metrics()["sizes"]
+    now = mem.clock()
+    with mem.store.transaction():
+        mem.store.incr_metric(f"consolidations.{mode}")
+        mem.store.set_metric(f"last_consolidation.{mode}", now)
+        mem.store.audit(f"consolidate.{mode}", "memory", str({k: v for k, v in report.items()
+                                                             if isinstance(v, int)}), now)
+    report["seconds"] = round(time.perf_counter() - started, 4)
+    return report
+
+
+def quick(mem: "Memory") -> dict[str, int]:
+    """Rescore, archive what leaves warm, promote lesson facts, rebuild MEMORY.md."""
+    cfg = mem.config
+    now = mem.clock()
+    with mem.store.transaction():
+        plan = eviction_plan(mem.store.warm_rows(), now, max_bytes=cfg.warm_max_bytes,
+                             retention_days=cfg.warm_retention_days, decay_days=cfg.decay_days,
+                             access_boost=cfg.access_boost)
+        mem._archive(plan, now, op="evict.consolidate")
+    promoted = promote_lessons(mem)
+    mem.write_memory_md()
+    return {"rescored": mem.store.count_facts("warm") + len(plan), "archived": len(plan),
+            "promoted": promoted}
+
+
+def is_lesson_category(category: str) -> bool:
+    """Facts filed under a 'lessons' (or 'lesson') segment are lessons."""
+    return any(seg in ("lessons", "lesson") for seg in category.split("/"))
+
+
+def promote_lessons(mem: "Memory") -> int:
+    """Copy warm lesson facts scoring >= 0.7 into hot memory's critical lessons (once each)."""
+    now = mem.clock()
+    state = mem.store.load_hot()
+    have = {l.id for l in state.critical_lessons}
+    promoted = 0
+    for fact in mem.hot_candidates(now):
+        if not is_lesson_category(fact.category) or f"fact-{fact.id}" in have:
+            continue
+        mem.update_hot("lesson", {"id": f"fact-{fact.id}", "text": fact.text[:hot_rules.ENTRY_TEXT_MAX],
+                                  "category": fact.category.split("/")[-1],
+                                  "importance": fact.importance})
+        promoted += 1
+    return promoted
+
+
+def cold_cleanup(mem: "Memory") -> int:
+    """Delete frozen facts older than the cold retention period (10 years by default)."""
+    cfg = mem.config
+    now = mem.clock()
+    doomed = []
+    for fact in mem.store.iter_facts(tier="cold"):
+        value = score(fact.importance, fact.created_at, fact.access_count, now,
+                      cfg.decay_days, cfg.access_boost)
+        if value < TIER_COLD and age_days(fact.created_at, now) > cfg.cold_retention_days:
+            doomed.append(fact)
+    with mem.store.transaction():
+        for fact in doomed:
+            if fact.superseded_by is None:
+                mem.store.adjust_counts(fact.category, cold=-1)
+            mem.store.audit("cold.cleanup", fact.id, f"expired {fact.category}", now)
+        mem.store.delete_facts([f.id for f in doomed])
+        if doomed:
+            mem.store.enqueue_state(now)
+    return len(doomed)

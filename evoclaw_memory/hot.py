@@ -1,0 +1,266 @@
+"""Hot memory rules: updates by key, limits, pruning and MEMORY.md rendering (SPEC §1).
+
+Pure functions over HotState; the caller stores the result. Every function returns a new
+state and never mutates its input.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import math
+from typing import Any, Callable
+
+import msgspec
+
+from .errors import ValidationError
+from .limits import (HOT_MAX_BYTES, HOT_MAX_EVENTS, HOT_MAX_LESSONS, HOT_MAX_PENDING_TASKS,
+                     HOT_MAX_PROJECTS)
+from .models import Event, HotState, Identity, Lesson, Project, Task
+
+UPDATE_KEYS = ("identity", "owner_profile", "lesson", "event", "task", "project", "complete_task")
+ENTRY_TEXT_MAX = 300          # one lesson, event, task or project description
+PROFILE_VALUE_MAX_BYTES = 600  # one owner_profile value, serialized
+
+_ENTRY_FIELDS = {
+    "lesson": {"id", "text", "category", "importance", "timestamp"},
+    "event": {"id", "text", "timestamp"},
+    "task": {"id", "text", "status", "timestamp"},
+    "project": {"id", "name", "status", "description", "timestamp"},
+}
+_encoder = msgspec.json.Encoder()
+
+
+def state_size(state: HotState) -> int:
+    """Serialized size in bytes, as the limit counts it (the sync `clock` excluded)."""
+    return len(_encoder.encode(msgspec.structs.replace(state, clock={})))
+
+
+def apply_update(state: HotState, key: str, value: Any, now: float,
+                 new_id: Callable[[], str]) -> HotState:
+    """Apply one `hot --update KEY JSON` and prune to the limits. Raises ValidationError."""
+    if key not in UPDATE_KEYS:
+        raise ValidationError(f"unknown hot memory key {key!r}; expected one of "
+                              f"{', '.join(UPDATE_KEYS)}")
+    if key == "complete_task":
+        value = {"id": value} if isinstance(value, str) else value
+    if not isinstance(value, dict):
+        raise ValidationError(f"hot memory update {key!r} needs a JSON object")
+    state = copy.deepcopy(state)
+    if key == "identity":
+        _merge_identity(state, value, now)
+    elif key == "owner_profile":
+        _merge_profile(state, value, now)
+    elif key == "complete_task":
+        _complete_task(state, value, now)
+    else:
+        _add_entry(state, key, value, now, new_id)
+    state = prune(state, now)
+    if state_size(state) > HOT_MAX_BYTES:
+        raise ValidationError(f"hot memory would be {state_size(state)} bytes, over the "
+                              f"{HOT_MAX_BYTES}-byte limit even after pruning; shorten the update")
+    return state
+
+
+def _merge_identity(state: HotState, value: dict, now: float) -> None:
+    allowed = set(Identity.__struct_fields__)
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        raise ValidationError(f"unknown identity key(s) {', '.join(unknown)}; expected "
+                              f"{', '.join(sorted(allowed))}")
+    merged = {**msgspec.structs.asdict(state.identity), **value}
+    try:
+        state.identity = msgspec.convert(merged, Identity)
+    except msgspec.ValidationError as exc:
+        raise ValidationError(f"identity: {exc}") from exc
+    for field in value:
+        state.clock[f"identity.{field}"] = now
+
+
+def _merge_profile(state: HotState, value: dict, now: float) -> None:
+    for field, item in value.items():
+        if not isinstance(field, str) or not field.strip() or len(field) > 64:
+            raise ValidationError("owner_profile keys must be non-empty strings of <= 64 chars")
+        if item is None:                       # null removes a key
+            state.owner_profile.pop(field, None)
+        else:
+            size = len(_encoder.encode(item))
+            if size > PROFILE_VALUE_MAX_BYTES:
+                raise ValidationError(f"owner_profile.{field} is {size} bytes; the limit is "
+                                      f"{PROFILE_VALUE_MAX_BYTES}")
+            state.owner_profile[field] = item
+        state.clock[f"owner_profile.{field}"] = now
+
+
+def _check_entry(kind: str, value: dict) -> None:
+    unknown = sorted(set(value) - _ENTRY_FIELDS[kind])
+    if unknown:
+        raise ValidationError(f"unknown {kind} key(s) {', '.join(unknown)}; expected "
+                              f"{', '.join(sorted(_ENTRY_FIELDS[kind]))}")
+    text_field = "name" if kind == "project" else "text"
+    text = value.get(text_field)
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError(f"a {kind} needs a non-empty {text_field!r}")
+    for field in ("text", "name", "description"):
+        if isinstance(value.get(field), str) and len(value[field]) > ENTRY_TEXT_MAX:
+            raise ValidationError(f"{kind} {field} is {len(value[field])} characters; the limit "
+                                  f"is {ENTRY_TEXT_MAX}")
+    importance = value.get("importance", 0.5)
+    if not isinstance(importance, (int, float)) or not 0 <= importance <= 1 \
+            or math.isnan(importance):
+        raise ValidationError(f"{kind} importance must be a number from 0 to 1")
+
+
+def _add_entry(state: HotState, kind: str, value: dict, now: float,
+               new_id: Callable[[], str]) -> None:
+    _check_entry(kind, value)
+    value = {"timestamp": now, **value}
+    value.setdefault("id", new_id())
+    kinds = {"lesson": Lesson, "event": Event, "task": Task, "project": Project}
+    try:
+        entry = msgspec.convert(value, kinds[kind])
+    except msgspec.ValidationError as exc:
+        raise ValidationError(f"{kind}: {exc}") from exc
+    ctx = state.active_context
+    if kind == "lesson":
+        state.critical_lessons = _upsert(state.critical_lessons, entry)
+    elif kind == "event":
+        ctx.events = _upsert(ctx.events, entry)
+    elif kind == "task":
+        if entry.status == "done":
+            _complete_task(state, {"id": entry.id}, now)
+            return
+        ctx.tasks = _upsert(ctx.tasks, entry)
+    else:
+        same_name = [p for p in ctx.projects if p.name.casefold() == entry.name.casefold()]
+        if same_name:                                  # upsert by name, keeping its id
+            entry = msgspec.structs.replace(entry, id=same_name[0].id)
+        ctx.projects = _upsert(ctx.projects, entry)
+
+
+def _upsert(entries: list, entry) -> list:
+    """Replace the entry with the same id, or append it."""
+    kept = [e for e in entries if e.id != entry.id]
+    return kept + [entry]
+
+
+def _complete_task(state: HotState, value: dict, now: float) -> None:
+    task_id = value.get("id")
+    tasks = state.active_context.tasks
+    match = [t for t in tasks if t.id == task_id or (value.get("text") and t.text == value["text"])]
+    if not match:
+        raise ValidationError(f"no pending task {task_id or value.get('text')!r}")
+    state.active_context.tasks = [t for t in tasks if t not in match]
+    for task in match:
+        state.clock[f"removed:{task.id}"] = now    # done tasks leave; remember why for merges
+
+
+def prune(state: HotState, now: float) -> HotState:
+    """Enforce the count limits, then drop entries until the size fits (SPEC §1 order)."""
+    state = copy.deepcopy(state)
+    ctx = state.active_context
+
+    def drop(entries: list, victim) -> list:
+        state.clock[f"removed:{victim.id}"] = now
+        return [e for e in entries if e is not victim]
+
+    while len(state.critical_lessons) > HOT_MAX_LESSONS:
+        state.critical_lessons = drop(state.critical_lessons, _least_important(state.critical_lessons))
+    while len(ctx.events) > HOT_MAX_EVENTS:
+        ctx.events = drop(ctx.events, min(ctx.events, key=lambda e: e.timestamp))
+    while len(ctx.tasks) > HOT_MAX_PENDING_TASKS:
+        ctx.tasks = drop(ctx.tasks, min(ctx.tasks, key=lambda t: t.timestamp))
+    while len(ctx.projects) > HOT_MAX_PROJECTS:
+        ctx.projects = drop(ctx.projects, min(ctx.projects, key=lambda p: p.timestamp))
+    while state_size(state) > HOT_MAX_BYTES:
+        if state.critical_lessons:
+            state.critical_lessons = drop(state.critical_lessons,
+                                          _least_important(state.critical_lessons))
+        elif ctx.events:
+            ctx.events = drop(ctx.events, min(ctx.events, key=lambda e: e.timestamp))
+        elif ctx.tasks:
+            ctx.tasks = drop(ctx.tasks, min(ctx.tasks, key=lambda t: t.timestamp))
+        elif ctx.projects:
+            ctx.projects = drop(ctx.projects, min(ctx.projects, key=lambda p: p.timestamp))
+        else:
+            break           # only identity/profile left: the caller refuses the update
+    return state
+
+
+def _least_important(lessons: list[Lesson]) -> Lesson:
+    """The lesson to drop first: lowest importance, the oldest among equals."""
+    return min(lessons, key=lambda l: (l.importance, l.timestamp))
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d") if ts else ""
+
+
+def render_markdown(state: HotState, now: float, max_bytes: int = HOT_MAX_BYTES) -> str:
+    """MEMORY.md: the hot state as markdown, never over `max_bytes`."""
+    text = _render(state, now)
+    trimmed = state
+    # Markdown is usually smaller than the JSON it comes from, but headers can tip it over:
+    # drop entries in the pruning order until it fits, and as a last resort cut the text.
+    while len(text.encode()) > max_bytes:
+        smaller = _drop_one(trimmed)
+        if smaller is None:
+            cut = text.encode()[:max_bytes - 20].decode("utf-8", "ignore")
+            return cut + "\n…(truncated)\n"
+        trimmed = smaller
+        text = _render(trimmed, now)
+    return text
+
+
+def _drop_one(state: HotState) -> HotState | None:
+    state = copy.deepcopy(state)
+    ctx = state.active_context
+    if state.critical_lessons:
+        victim = _least_important(state.critical_lessons)
+        state.critical_lessons = [l for l in state.critical_lessons if l is not victim]
+    elif ctx.events:
+        ctx.events = sorted(ctx.events, key=lambda e: e.timestamp)[1:]
+    elif ctx.tasks:
+        ctx.tasks = sorted(ctx.tasks, key=lambda t: t.timestamp)[1:]
+    elif ctx.projects:
+        ctx.projects = sorted(ctx.projects, key=lambda p: p.timestamp)[1:]
+    else:
+        return None
+    return state
+
+
+def _render(state: HotState, now: float) -> str:
+    ident = state.identity
+    lines = ["# MEMORY", ""]
+    lines.append("## Agent identity")
+    shown = [(k, getattr(ident, k)) for k in Identity.__struct_fields__ if getattr(ident, k) is not None]
+    lines += [f"- {k.replace('_', ' ')}: {v}" for k, v in shown] or ["- (not set)"]
+    lines += ["", "## Owner profile"]
+    lines += [f"- {k}: {_plain(v)}" for k, v in sorted(state.owner_profile.items())] or ["- (empty)"]
+    ctx = state.active_context
+    if ctx.projects:
+        lines += ["", "## Active projects"]
+        lines += [f"- **{p.name}** ({p.status})" + (f": {p.description}" if p.description else "")
+                  for p in sorted(ctx.projects, key=lambda p: -p.timestamp)]
+    if ctx.tasks:
+        lines += ["", "## Pending tasks"]
+        lines += [f"- [ ] {t.text} `{t.id}`" for t in sorted(ctx.tasks, key=lambda t: t.timestamp)]
+    if ctx.events:
+        lines += ["", "## Recent events"]
+        lines += [f"- {_when(e.timestamp)} {e.text}".strip()
+                  for e in sorted(ctx.events, key=lambda e: -e.timestamp)]
+    if state.critical_lessons:
+        lines += ["", "## Critical lessons"]
+        lines += [f"- [{l.category}] {l.text}"
+                  for l in sorted(state.critical_lessons, key=lambda l: (-l.importance, -l.timestamp))]
+    stamp = dt.datetime.fromtimestamp(now, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines += ["", f"_Generated at {stamp} by evoclaw-memory._", ""]
+    return "\n".join(lines)
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return ", ".join(_plain(v) for v in value)
+    return _encoder.encode(value).decode()

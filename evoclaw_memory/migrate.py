@@ -1,0 +1,56 @@
+"""A small migration runner: numbered .sql files applied in order, once each.
+
+Used for the device database (schema/local) and, by the cloud side, for the cloud database
+(schema/cloud). Re-running is a no-op; a database migrated by a newer release is refused.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from importlib import resources
+
+from .errors import StoreError
+
+_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+def migrations(kind: str) -> list[tuple[int, str, str]]:
+    """(version, file name, sql) of every migration of `kind` ('local' or 'cloud'), in order."""
+    folder = resources.files("evoclaw_memory").joinpath("schema", kind)
+    found = []
+    for entry in folder.iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def latest_version(kind: str) -> int:
+    """The highest migration number this release knows."""
+    return max((v for v, _, _ in migrations(kind)), default=0)
+
+
+def apply_local(conn: sqlite3.Connection) -> int:
+    """Bring a device database up to date; returns its version. Raises StoreError if newer."""
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_version "
+                 "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
+    current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+    known = latest_version("local")
+    if current > known:
+        raise StoreError(f"database schema version {current} is newer than this release "
+                         f"understands ({known}); upgrade evoclaw-memory")
+    for version, name, sql in migrations("local"):
+        if version <= current:
+            continue
+        # executescript commits first; wrap the file in its own transaction so a failed
+        # migration leaves the database at the previous version.
+        try:
+            conn.executescript(f"BEGIN;\n{sql}\nINSERT INTO schema_version VALUES "
+                               f"({version}, '{name}', {time.time()!r});\nCOMMIT;")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK") if conn.in_transaction else None
+            raise StoreError(f"migration {name} failed: {exc}") from exc
+        current = version
+    return current

@@ -1,0 +1,146 @@
+"""msgspec Structs shared by every part of the package. Plain data, no I/O."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+import msgspec
+
+
+class Metadata(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
+    """Links, shell commands and file paths a fact mentions (kept verbatim)."""
+
+    urls: list[str] = []
+    commands: list[str] = []
+    paths: list[str] = []
+
+    def is_empty(self) -> bool:
+        return not (self.urls or self.commands or self.paths)
+
+
+class FactDraft(msgspec.Struct, omit_defaults=True):
+    """A fact proposed by distillation or a daily note, before it is stored."""
+
+    text: str
+    category: str
+    importance: float = 0.5
+    metadata: Metadata = msgspec.field(default_factory=Metadata)
+    source: str = "manual"
+
+
+StorageTier = Literal["warm", "cold"]
+
+
+class Fact(msgspec.Struct, omit_defaults=True):
+    """A stored fact. `tier` is where it lives: the device's warm set or the cold archive."""
+
+    id: str
+    text: str
+    category: str
+    importance: float
+    created_at: float
+    last_access: float
+    access_count: int = 0
+    metadata: Metadata = msgspec.field(default_factory=Metadata)
+    source: str = "manual"
+    tier: StorageTier = "warm"
+    superseded_by: Optional[str] = None
+
+
+class Identity(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
+    agent_name: Optional[str] = None
+    owner_name: Optional[str] = None
+    owner_preferred_name: Optional[str] = None
+    relationship_start: Optional[str] = None
+    trust_level: Optional[float] = None
+
+
+class Lesson(msgspec.Struct, omit_defaults=True):
+    id: str
+    text: str
+    category: str = "general"
+    importance: float = 0.5
+    timestamp: float = 0.0
+
+
+class Event(msgspec.Struct, omit_defaults=True):
+    id: str
+    text: str
+    timestamp: float = 0.0
+
+
+class Task(msgspec.Struct, omit_defaults=True):
+    id: str
+    text: str
+    status: Literal["pending", "done"] = "pending"
+    timestamp: float = 0.0
+
+
+class Project(msgspec.Struct, omit_defaults=True):
+    id: str
+    name: str
+    status: str = "active"
+    description: str = ""
+    timestamp: float = 0.0
+
+
+class ActiveContext(msgspec.Struct, omit_defaults=True):
+    projects: list[Project] = []
+    events: list[Event] = []
+    tasks: list[Task] = []
+
+
+class HotState(msgspec.Struct, omit_defaults=True):
+    """Hot memory: always in context, at most HOT_MAX_BYTES serialized (without `clock`).
+
+    `clock` maps a field ("identity.owner_name", "owner_profile.timezone") or a removed list
+    entry ("removed:<id>") to the time of its last change; the sync merge uses it to keep the
+    newest change of each field. It is bookkeeping, not memory, so it is not counted in the size.
+    """
+
+    identity: Identity = msgspec.field(default_factory=Identity)
+    owner_profile: dict[str, Any] = {}
+    active_context: ActiveContext = msgspec.field(default_factory=ActiveContext)
+    critical_lessons: list[Lesson] = []
+    clock: dict[str, float] = {}
+
+
+class TreeNode(msgspec.Struct, omit_defaults=True):
+    path: str
+    description: str = ""
+    warm_count: int = 0
+    cold_count: int = 0
+    last_access: float = 0.0
+    created_at: float = 0.0
+
+
+class Distilled(msgspec.Struct):
+    """Stage 2 of distillation: a conversation as one structured record (~80-100 bytes)."""
+
+    fact: str
+    emotion: Optional[str] = None
+    people: list[str] = []
+    topics: list[str] = []
+    actions: list[str] = []
+    outcome: Optional[str] = None
+
+
+Method = Literal["llm-tree", "keyword-tree", "fts-warm", "fts-cold", "cold", "url"]
+
+
+class RetrievalResult(msgspec.Struct):
+    """One retrieved fact with how it was found and how relevant it is (0..1)."""
+
+    fact: Fact
+    method: str
+    path: Optional[str]
+    relevance: float
+    score: float
+
+
+class PathChoice(msgspec.Struct):
+    """A tree path chosen by a navigator, with relevance 0..1 and why."""
+
+    path: str
+    relevance: float
+    reason: str = ""

@@ -1,0 +1,351 @@
+"""LocalStore: the device database of one agent (SQLite, WAL), and nothing but I/O.
+
+Rules (hot, warm, tree) live in their own modules as pure functions; this class only reads
+and writes rows. Every mutating method expects to run inside `transaction()`, so a change,
+its outbox entry and its audit row land together or not at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+import msgspec
+
+from . import migrate
+from .errors import StoreError
+from .models import Fact, HotState, Metadata, TreeNode
+
+_FACT_COLUMNS = ("id, text, category, importance, created_at, last_access, access_count, "
+                 "metadata, source, tier, superseded_by")
+_metadata_decoder = msgspec.json.Decoder(Metadata)
+_hot_decoder = msgspec.json.Decoder(HotState)
+_encoder = msgspec.json.Encoder()
+
+
+def _fact_from_row(row: tuple) -> Fact:
+    return Fact(id=row[0], text=row[1], category=row[2], importance=row[3],
+                created_at=row[4], last_access=row[5], access_count=row[6],
+                metadata=_metadata_decoder.decode(row[7]), source=row[8], tier=row[9],
+                superseded_by=row[10])
+
+
+def _private_file(path: Path) -> None:
+    """Create the folder 0700 and the file 0600 before SQLite opens it (it would use 0644)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+
+
+class LocalStore:
+    """One agent's SQLite database: facts, full-text index, tree, hot state, outbox, audit."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Optional[Path]):
+        self.conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path | str) -> "LocalStore":
+        """Open (creating and migrating if needed) the database at `path`."""
+        path = Path(path)
+        try:
+            _private_file(path)
+        except OSError as exc:
+            raise StoreError(f"cannot create the database at {path}: {exc.strerror}") from exc
+        try:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 5000")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            migrate.apply_local(conn)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path} is not a usable evoclaw database ({exc}); "
+                             "move it aside and run `evoclaw-memory restore`") from exc
+        return cls(conn, path)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE .. COMMIT; nested calls join the outer transaction."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def quick_check(self) -> str:
+        """PRAGMA quick_check: 'ok' or the first problem found."""
+        return self.conn.execute("PRAGMA quick_check").fetchone()[0]
+
+    # -- facts ---------------------------------------------------------------------------
+
+    def insert_fact(self, fact: Fact, norm_key: str, size: int, body: str) -> None:
+        cur = self.conn.execute(
+            f"INSERT INTO facts ({_FACT_COLUMNS}, norm_key, size) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (fact.id, fact.text, fact.category, fact.importance, fact.created_at,
+             fact.last_access, fact.access_count, _encoder.encode(fact.metadata).decode(),
+             fact.source, fact.tier, fact.superseded_by, norm_key, size))
+        self.conn.execute("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)",
+                          (cur.lastrowid, body))
+
+    def reindex_fact(self, fact_id: str, body: str) -> None:
+        """Replace a fact's full-text entry (after its text or category changed)."""
+        rowid = self.conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact_id,)).fetchone()
+        if rowid:
+            self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", rowid)
+            self.conn.execute("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)",
+                              (rowid[0], body))
+
+    def get_fact(self, fact_id: str) -> Optional[Fact]:
+        row = self.conn.execute(f"SELECT {_FACT_COLUMNS} FROM facts WHERE id = ?",
+                                (fact_id,)).fetchone()
+        return _fact_from_row(row) if row else None
+
+    def facts_by_ids(self, ids: list[str]) -> list[Fact]:
+        """Facts with these ids, in no particular order (missing ids are skipped)."""
+        out: list[Fact] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            out += [_fact_from_row(r) for r in self.conn.execute(
+                f"SELECT {_FACT_COLUMNS} FROM facts WHERE id IN ({marks})", chunk)]
+        return out
+
+    def find_live_by_norm_key(self, norm_key: str) -> Optional[Fact]:
+        row = self.conn.execute(
+            f"SELECT {_FACT_COLUMNS} FROM facts WHERE norm_key = ? AND superseded_by IS NULL "
+            "LIMIT 1", (norm_key,)).fetchone()
+        return _fact_from_row(row) if row else None
+
+    def iter_facts(self, tier: Optional[str] = None, live_only: bool = False) -> Iterator[Fact]:
+        """Every fact (optionally of one tier, optionally without superseded ones)."""
+        where, args = [], []
+        if tier:
+            where.append("tier = ?")
+            args.append(tier)
+        if live_only:
+            where.append("superseded_by IS NULL")
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        for row in self.conn.execute(f"SELECT {_FACT_COLUMNS} FROM facts {clause} "
+                                     "ORDER BY rowid", args):
+            yield _fact_from_row(row)
+
+    def warm_rows(self) -> list[tuple[str, float, float, int, int, str]]:
+        """(id, importance, created_at, access_count, size, category) of every warm fact."""
+        return self.conn.execute(
+            "SELECT id, importance, created_at, access_count, size, category FROM facts "
+            "WHERE tier = 'warm'").fetchall()
+
+    def warm_bytes(self) -> int:
+        return self.conn.execute(
+            "SELECT COALESCE(SUM(size), 0) FROM facts WHERE tier = 'warm'").fetchone()[0]
+
+    def count_facts(self, tier: Optional[str] = None) -> int:
+        if tier:
+            return self.conn.execute("SELECT COUNT(*) FROM facts WHERE tier = ?",
+                                     (tier,)).fetchone()[0]
+        return self.conn.execute("SELECT COUNT(*) FROM facts").fetchone()[0]
+
+    def set_tier(self, fact_ids: Iterable[str], tier: str) -> None:
+        self.conn.executemany("UPDATE facts SET tier = ? WHERE id = ?",
+                              [(tier, i) for i in fact_ids])
+
+    def set_superseded(self, fact_id: str, by: str) -> None:
+        self.conn.execute("UPDATE facts SET superseded_by = ? WHERE id = ?", (by, fact_id))
+
+    def set_category(self, fact_id: str, category: str) -> None:
+        self.conn.execute("UPDATE facts SET category = ? WHERE id = ?", (category, fact_id))
+
+    def reinforce(self, fact_ids: list[str], now: float) -> None:
+        self.conn.executemany(
+            "UPDATE facts SET access_count = access_count + 1, last_access = ? WHERE id = ?",
+            [(now, i) for i in fact_ids])
+
+    def delete_facts(self, fact_ids: list[str]) -> None:
+        for fact_id in fact_ids:
+            row = self.conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact_id,)).fetchone()
+            if row:
+                self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", row)
+                self.conn.execute("DELETE FROM facts WHERE rowid = ?", row)
+
+    def search(self, match: str, *, tier: Optional[str] = None,
+               categories: Optional[list[str]] = None, exclude: Iterable[str] = (),
+               limit: int = 50) -> list[tuple[Fact, float]]:
+        """Full-text search: (fact, bm25) best first; bm25 is negative, lower is better.
+
+        `categories` keeps facts filed at those paths or below them. Superseded facts never
+        come back.
+        """
+        where = ["facts_fts MATCH ?", "f.superseded_by IS NULL"]
+        args: list = [match]
+        if tier:
+            where.append("f.tier = ?")
+            args.append(tier)
+        if categories:
+            ors = []
+            for path in categories:
+                ors.append("(f.category = ? OR substr(f.category, 1, ?) = ?)")
+                args += [path, len(path) + 1, path + "/"]
+            where.append("(" + " OR ".join(ors) + ")")
+        excluded = list(exclude)
+        if excluded:
+            where.append(f"f.id NOT IN ({','.join('?' * len(excluded))})")
+            args += excluded
+        args.append(limit)
+        sql = (f"SELECT {', '.join('f.' + c.strip() for c in _FACT_COLUMNS.split(','))}, "
+               "bm25(facts_fts) AS rank FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "
+               f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?")
+        try:
+            rows = self.conn.execute(sql, args).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"full-text search failed: {exc}") from exc
+        return [(_fact_from_row(r[:11]), r[11]) for r in rows]
+
+    def document_frequencies(self, terms: list[str]) -> dict[str, int]:
+        """How many facts contain each (already tokenised) term, from the fts5vocab table."""
+        if not terms:
+            return {}
+        marks = ",".join("?" * len(terms))
+        return dict(self.conn.execute(
+            f"SELECT term, doc FROM facts_vocab WHERE term IN ({marks})", terms).fetchall())
+
+    def search_metadata(self, fragment: str, limit: int = 20) -> list[Fact]:
+        """Live facts whose metadata (urls, commands, paths) or text contains `fragment`."""
+        pattern = "%" + fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self.conn.execute(
+            f"SELECT {_FACT_COLUMNS} FROM facts WHERE superseded_by IS NULL AND "
+            "(metadata LIKE ? ESCAPE '\\' OR text LIKE ? ESCAPE '\\') "
+            "ORDER BY created_at DESC LIMIT ?", (pattern, pattern, limit)).fetchall()
+        return [_fact_from_row(r) for r in rows]
+
+    # -- tree ----------------------------------------------------------------------------
+
+    def tree_nodes(self) -> list[TreeNode]:
+        return [TreeNode(path=r[0], description=r[1], warm_count=r[2], cold_count=r[3],
+                         last_access=r[4], created_at=r[5])
+                for r in self.conn.execute(
+                    "SELECT path, description, warm_count, cold_count, last_access, created_at "
+                    "FROM tree_nodes ORDER BY path")]
+
+    def upsert_node(self, node: TreeNode) -> None:
+        self.conn.execute(
+            "INSERT INTO tree_nodes (path, description, warm_count, cold_count, last_access, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+            "description = excluded.description, warm_count = excluded.warm_count, "
+            "cold_count = excluded.cold_count, last_access = excluded.last_access",
+            (node.path, node.description, node.warm_count, node.cold_count, node.last_access,
+             node.created_at))
+
+    def delete_node(self, path: str) -> None:
+        self.conn.execute("DELETE FROM tree_nodes WHERE path = ?", (path,))
+
+    def adjust_counts(self, path: str, warm: int = 0, cold: int = 0) -> None:
+        self.conn.execute("UPDATE tree_nodes SET warm_count = max(0, warm_count + ?), "
+                          "cold_count = max(0, cold_count + ?) WHERE path = ?", (warm, cold, path))
+
+    def touch_nodes(self, paths: Iterable[str], now: float) -> None:
+        self.conn.executemany("UPDATE tree_nodes SET last_access = ? WHERE path = ?",
+                              [(now, p) for p in paths])
+
+    def category_counts(self) -> dict[str, tuple[int, int]]:
+        """(warm, cold) live fact counts per category, computed from the facts themselves."""
+        out: dict[str, list[int]] = {}
+        for category, tier, n in self.conn.execute(
+                "SELECT category, tier, COUNT(*) FROM facts WHERE superseded_by IS NULL "
+                "GROUP BY category, tier"):
+            out.setdefault(category, [0, 0])[0 if tier == "warm" else 1] += n
+        return {k: (v[0], v[1]) for k, v in out.items()}
+
+    def fact_ids_in_category(self, path: str) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT id FROM facts WHERE category = ?", (path,))]
+
+    def count_under(self, path: str) -> int:
+        """Facts (any tier, superseded included) filed at `path` or below it."""
+        return self.conn.execute(
+            "SELECT COUNT(*) FROM facts WHERE category = ? OR substr(category, 1, ?) = ?",
+            (path, len(path) + 1, path + "/")).fetchone()[0]
+
+    # -- hot state -----------------------------------------------------------------------
+
+    def load_hot(self) -> HotState:
+        row = self.conn.execute("SELECT data FROM hot_state WHERE id = 1").fetchone()
+        return _hot_decoder.decode(row[0]) if row else HotState()
+
+    def save_hot(self, state: HotState, now: float) -> None:
+        self.conn.execute(
+            "INSERT INTO hot_state (id, data, updated_at) VALUES (1, ?, ?) ON CONFLICT(id) "
+            "DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at",
+            (_encoder.encode(state).decode(), now))
+
+    # -- outbox --------------------------------------------------------------------------
+
+    def enqueue_fact(self, fact_id: str, now: float) -> None:
+        """Queue a fact for the cloud; a fact already queued keeps its place."""
+        self.conn.execute("INSERT INTO outbox (kind, ref, created_at) VALUES ('fact', ?, ?) "
+                          "ON CONFLICT(kind, ref) DO NOTHING", (fact_id, now))
+
+    def enqueue_state(self, now: float) -> None:
+        """Queue the critical state (hot + tree); coalesced: one entry, moved to the end."""
+        self.conn.execute("DELETE FROM outbox WHERE kind = 'state'")
+        self.conn.execute("INSERT INTO outbox (kind, ref, created_at) VALUES ('state', 'state', ?)",
+                          (now,))
+
+    def outbox(self, limit: Optional[int] = None) -> list[tuple[int, str, str]]:
+        """(seq, kind, ref) in drain order."""
+        sql = "SELECT seq, kind, ref FROM outbox ORDER BY seq"
+        if limit:
+            return self.conn.execute(sql + " LIMIT ?", (limit,)).fetchall()
+        return self.conn.execute(sql).fetchall()
+
+    def outbox_depth(self) -> int:
+        return self.conn.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
+
+    def ack_outbox(self, seqs: list[int]) -> None:
+        self.conn.executemany("DELETE FROM outbox WHERE seq = ?", [(s,) for s in seqs])
+
+    # -- metrics, audit, settings ----------------------------------------------------------
+
+    def incr_metric(self, key: str, amount: float = 1) -> None:
+        self.conn.execute("INSERT INTO metrics (key, value) VALUES (?, ?) ON CONFLICT(key) "
+                          "DO UPDATE SET value = value + excluded.value", (key, amount))
+
+    def set_metric(self, key: str, value: float) -> None:
+        self.conn.execute("INSERT INTO metrics (key, value) VALUES (?, ?) ON CONFLICT(key) "
+                          "DO UPDATE SET value = excluded.value", (key, value))
+
+    def metrics(self) -> dict[str, float]:
+        return dict(self.conn.execute("SELECT key, value FROM metrics ORDER BY key").fetchall())
+
+    def audit(self, op: str, target: str, detail: str = "", now: Optional[float] = None) -> None:
+        self.conn.execute("INSERT INTO audit (ts, op, target, detail) VALUES (?, ?, ?, ?)",
+                          (now if now is not None else time.time(), op, target, detail))
+
+    def audit_log(self, limit: int = 100) -> list[tuple[float, str, str, str]]:
+        return self.conn.execute("SELECT ts, op, target, detail FROM audit ORDER BY id DESC "
+                                 "LIMIT ?", (limit,)).fetchall()
+
+    def get_setting(self, key: str) -> Optional[str]:
+        row = self.conn.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_setting(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) "
+                          "DO UPDATE SET value = excluded.value", (key, value))
+
+    def is_empty(self) -> bool:
+        """True for a fresh device: no facts, no hot state, no tree."""
+        return not (self.conn.execute("SELECT 1 FROM facts LIMIT 1").fetchone()
+                    or self.conn.execute("SELECT 1 FROM hot_state LIMIT 1").fetchone()
+                    or self.conn.execute("SELECT 1 FROM tree_nodes LIMIT 1").fetchone())

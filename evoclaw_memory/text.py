@@ -1,0 +1,120 @@
+"""Text normalisation shared by the full-text index, queries and duplicate detection.
+
+SQLite's unicode61 tokenizer keeps a run of Chinese or Japanese characters as one giant token,
+so "我喜欢喝咖啡" would only match itself. We pre-split such runs into overlapping character
+bigrams ("我喜 喜欢 欢喝 喝咖 咖啡") before indexing and before querying, the classic CJK
+retrieval trick: it finds two-character words, which the trigram tokenizer cannot, and keeps
+porter stemming and real BM25 for spaced languages in the same index.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# CJK ideographs, kana, hangul, fullwidth forms: scripts written without spaces.
+_CJK = (r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+        r"\uff66-\uff9f")
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_WORD = re.compile(rf"[^\W_]+|[{_CJK}]+", re.UNICODE)
+_SPACES = re.compile(r"\s+")
+
+# Words too common to say anything about relevance (English; CJK bigrams need none).
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its
+itself just me more most my myself no nor not now of off on once only or other our ours
+ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were
+what when where which while who whom why will with would you your yours yourself yourselves
+s t don isn aren wasn weren hasn haven hadn doesn didn won wouldn shouldn can't let's
+tell remind know remember recall what's whats please again also get got
+""".split())
+
+
+def is_cjk(token: str) -> bool:
+    """True when the token is written in a script without spaces."""
+    return bool(_CJK_RUN.fullmatch(token))
+
+
+def cjk_bigrams(run: str) -> list[str]:
+    """Overlapping character bigrams of a CJK run; a single character stays itself."""
+    if len(run) == 1:
+        return [run]
+    return [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+def stem(word: str) -> str:
+    """A light, deterministic English stemmer (plurals, -ing, -ed, -ly).
+
+    Index and queries go through the same function, so consistency matters more than
+    linguistic accuracy; doing it here rather than with FTS5's porter tokenizer means the
+    terms in the fts5vocab table are exactly the ones a query produces.
+    """
+    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+        return word
+    for suffix, repl in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("ly", ""),
+                         ("s", "")):
+        if word.endswith(suffix):
+            base = word[: -len(suffix)] + repl
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                return word
+            if len(base) < 3:
+                return word
+            if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2] \
+                    and base[-1] not in "lsz":
+                base = base[:-1]          # running -> runn -> run
+            return base
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased, stemmed search tokens of any text: words, and bigrams for CJK runs."""
+    out: list[str] = []
+    for match in _WORD.finditer(unicodedata.normalize("NFKC", text).lower()):
+        word = match.group(0)
+        if is_cjk(word):
+            out.extend(cjk_bigrams(word))
+        else:
+            # A word glued to CJK characters (e.g. "用vim写") splits at the script boundary.
+            for part in _CJK_RUN.split(word):
+                if part:
+                    out.append(stem(part))
+            for run in _CJK_RUN.findall(word):
+                out.extend(cjk_bigrams(run))
+    return out
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct meaningful tokens of a query, in order (stopwords dropped)."""
+    seen: dict[str, None] = {}
+    for tok in tokens(text):
+        if tok in _STEMMED_STOPWORDS or (len(tok) == 1 and not is_cjk(tok) and not tok.isdigit()):
+            continue
+        seen.setdefault(tok, None)
+    return list(seen)
+
+
+def index_body(text: str, category: str, extra: str = "") -> str:
+    """The string stored in the full-text index for one fact."""
+    category_words = category.replace("/", " ").replace("-", " ").replace("_", " ")
+    return " ".join(tokens(f"{text} {category_words} {extra}"))
+
+
+def fts_match_expression(terms: list[str]) -> str:
+    """An FTS5 MATCH expression ORing the quoted terms (quotes make any input safe)."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def normalized_key(text: str) -> str:
+    """Key under which two texts count as the same fact (case, spacing, punctuation ignored)."""
+    return " ".join(tokens(text))[:500]
+
+
+def collapse_spaces(text: str) -> str:
+    """One line, single spaces."""
+    return _SPACES.sub(" ", text).strip()
+
+
+_STEMMED_STOPWORDS = STOPWORDS | frozenset(stem(w) for w in STOPWORDS)

@@ -1,0 +1,204 @@
+"""The tree index of categories (SPEC §2): validation, limits, counts and rendering.
+
+Pure functions over a list of TreeNode. The tree holds only nodes that exist; parents are
+created with their children. Every function that changes the tree returns the new list or
+raises LimitError, so a limit can never be broken by accident.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional
+
+import msgspec
+
+from .errors import LimitError, ValidationError
+from .limits import (TREE_MAX_BYTES, TREE_MAX_CHILDREN, TREE_MAX_DEPTH, TREE_MAX_DESCRIPTION,
+                     TREE_MAX_NODES, TREE_PRUNE_IDLE_DAYS)
+from .models import TreeNode
+
+_SEGMENT = re.compile(r"^[^\W_][\w-]{0,31}$", re.UNICODE)
+SECONDS_PER_DAY = 86_400
+
+
+def validate_path(path: str) -> str:
+    """A normalized category path ('a/b/c', lower case), or ValidationError saying why not."""
+    if not isinstance(path, str):
+        raise ValidationError("a category path must be text")
+    clean = path.strip().lower()
+    segments = clean.split("/")
+    if not clean or any(not _SEGMENT.match(s) for s in segments):
+        raise ValidationError(
+            f"invalid category path {path[:80]!r}: use 1-{TREE_MAX_DEPTH} segments of letters, "
+            "digits, '-' or '_' separated by '/', e.g. 'projects/evoclaw'")
+    if len(segments) > TREE_MAX_DEPTH:
+        raise ValidationError(f"category path {path[:80]!r} is {len(segments)} levels deep; "
+                              f"the tree allows {TREE_MAX_DEPTH}")
+    return clean
+
+
+def parent_of(path: str) -> Optional[str]:
+    return path.rsplit("/", 1)[0] if "/" in path else None
+
+
+def ancestors(path: str) -> list[str]:
+    """'a/b/c' -> ['a', 'a/b'] (outermost first)."""
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def is_under(path: str, root: str) -> bool:
+    """True when `path` is `root` or one of its descendants."""
+    return path == root or path.startswith(root + "/")
+
+
+def children_of(nodes: Iterable[TreeNode], parent: Optional[str]) -> list[TreeNode]:
+    return [n for n in nodes if parent_of(n.path) == parent]
+
+
+def subtree_counts(nodes: list[TreeNode]) -> dict[str, tuple[int, int]]:
+    """(warm, cold) of each node including its descendants."""
+    totals = {n.path: [n.warm_count, n.cold_count] for n in nodes}
+    for node in nodes:
+        for anc in ancestors(node.path):
+            if anc in totals:
+                totals[anc][0] += node.warm_count
+                totals[anc][1] += node.cold_count
+    return {p: (w, c) for p, (w, c) in totals.items()}
+
+
+def add(nodes: list[TreeNode], path: str, description: str, now: float) -> list[TreeNode]:
+    """The tree with `path` (and its missing parents) added; LimitError if a limit would break."""
+    path = validate_path(path)
+    description = (description or "").strip()
+    if len(description) > TREE_MAX_DESCRIPTION:
+        raise ValidationError(f"node description is {len(description)} characters; the limit "
+                              f"is {TREE_MAX_DESCRIPTION}")
+    existing = {n.path: n for n in nodes}
+    if path in existing:
+        if description and description != existing[path].description:
+            node = msgspec.structs.replace(existing[path], description=description)
+            return _checked([node if n.path == path else n for n in nodes])
+        return nodes
+    new = [TreeNode(path=p, created_at=now, last_access=now)
+           for p in ancestors(path) if p not in existing]
+    new.append(TreeNode(path=path, description=description, created_at=now, last_access=now))
+    if len(nodes) + len(new) > TREE_MAX_NODES:
+        raise LimitError(f"the tree has {len(nodes)}/{TREE_MAX_NODES} nodes; adding {path!r} "
+                         f"needs {len(new)} more")
+    return _checked(nodes + new)
+
+
+def _checked(nodes: list[TreeNode]) -> list[TreeNode]:
+    """Return `nodes` sorted, or LimitError naming the first limit they break."""
+    nodes = sorted(nodes, key=lambda n: n.path)
+    for parent in [None] + [n.path for n in nodes]:
+        kids = children_of(nodes, parent)
+        if len(kids) > TREE_MAX_CHILDREN:
+            raise LimitError(f"{parent or 'the root'} would have {len(kids)} children; the limit "
+                             f"is {TREE_MAX_CHILDREN}")
+    size = render_size(nodes)
+    if size > TREE_MAX_BYTES:
+        raise LimitError(f"the rendered tree would be {size} bytes; the limit is {TREE_MAX_BYTES}")
+    return nodes
+
+
+def remove(nodes: list[TreeNode], path: str, facts_under: int) -> list[TreeNode]:
+    """The tree without `path` and its descendants; refused while any of them holds facts."""
+    path = validate_path(path)
+    if path not in {n.path for n in nodes}:
+        raise ValidationError(f"no tree node {path!r}")
+    if facts_under:
+        raise LimitError(f"{path!r} holds {facts_under} fact(s) (itself or below); move or "
+                         "archive them before removing it")
+    return [n for n in nodes if not is_under(n.path, path)]
+
+
+def prunable(nodes: list[TreeNode], now: float, holders: set[str],
+             idle_days: float = TREE_PRUNE_IDLE_DAYS) -> list[str]:
+    """Paths to prune: empty subtrees with no activity for `idle_days` (deepest first).
+
+    `holders` are the categories that hold at least one fact (any tier).
+    """
+    cutoff = now - idle_days * SECONDS_PER_DAY
+    busy = set()
+    for category in holders:
+        busy.add(category)
+        busy.update(ancestors(category))
+    idle = {n.path for n in nodes
+            if n.path not in busy and max(n.last_access, n.created_at) < cutoff}
+    # A node goes only when its whole subtree goes, so nothing is orphaned.
+    result = [p for p in idle
+              if all(c.path in idle for c in nodes if is_under(c.path, p))]
+    return sorted(result, key=lambda p: -p.count("/"))
+
+
+def least_used_leaf(nodes: list[TreeNode], protect: Iterable[str] = ()) -> Optional[TreeNode]:
+    """The leaf to merge into its parent when the tree is full (fewest facts, least recent)."""
+    protected = set(protect)
+    for p in list(protected):
+        protected.update(ancestors(p))
+    paths = {n.path for n in nodes}
+    leaves = [n for n in nodes
+              if n.path not in protected and parent_of(n.path) in paths
+              and not any(parent_of(o.path) == n.path for o in nodes)]
+    if not leaves:
+        return None
+    return min(leaves, key=lambda n: (n.warm_count + n.cold_count, n.last_access, n.path))
+
+
+def deepest_existing(nodes: list[TreeNode], path: str) -> Optional[str]:
+    """`path` itself or its deepest ancestor present in the tree."""
+    paths = {n.path for n in nodes}
+    for candidate in [path] + ancestors(path)[::-1]:
+        if candidate in paths:
+            return candidate
+    return None
+
+
+# -- rendering ---------------------------------------------------------------------------
+
+_DETAIL_LEVELS = ("full", "short", "brief", "bare")
+
+
+def render(nodes: list[TreeNode], max_bytes: int = TREE_MAX_BYTES) -> str:
+    """The tree as the agent sees it, at the most detailed level that fits `max_bytes`."""
+    for level in _DETAIL_LEVELS:
+        text = _render_level(nodes, level)
+        if len(text.encode()) <= max_bytes:
+            return text
+    return text
+
+
+def render_size(nodes: list[TreeNode]) -> int:
+    return len(render(nodes).encode())
+
+
+def _render_level(nodes: list[TreeNode], level: str) -> str:
+    totals = subtree_counts(nodes)
+    warm = sum(n.warm_count for n in nodes)
+    cold = sum(n.cold_count for n in nodes)
+    lines = [f"📂 Root (warm:{warm}, cold:{cold})"]
+    for node in sorted(nodes, key=lambda n: n.path):
+        depth = node.path.count("/") + 1
+        name = node.path if level == "full" else node.path.rsplit("/", 1)[-1]
+        desc = node.description
+        if level == "brief":
+            desc = desc[:32] + ("…" if len(desc) > 32 else "")
+        elif level == "bare":
+            desc = ""
+        w, c = totals[node.path]
+        label = f"{name} — {desc}" if desc else name
+        lines.append(f"{'  ' * depth}📁 {label} (warm:{w}, cold:{c})")
+    body = "\n".join(lines)
+    footer = f"Nodes: {len(nodes)}/{TREE_MAX_NODES} · Size: {{}}/{TREE_MAX_BYTES} bytes"
+    size = len((body + "\n" + footer.format(0)).encode())
+    # The footer states the size of the whole text, footer included: settle the digits.
+    for _ in range(3):
+        size = len((body + "\n" + footer.format(size)).encode())
+    return body + "\n" + footer.format(size)
+
+
+def outline(nodes: list[TreeNode]) -> str:
+    """Full paths, one per line, with descriptions and counts: the LLM navigator's view."""
+    return _render_level(nodes, "full")
