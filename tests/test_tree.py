@@ -1,0 +1,96 @@
+import pytest
+
+from evoclaw_memory import LimitError, ValidationError
+from evoclaw_memory import tree
+from evoclaw_memory.limits import TREE_MAX_BYTES, TREE_MAX_CHILDREN, TREE_MAX_NODES
+
+
+@pytest.mark.parametrize("bad", ["../x", "/abs", "a//b", "a/b/c/d/e", "", "a/../b", "x y",
+                                 "a/.b", "a\\b", "a;DROP"])
+def test_invalid_paths(bad):
+    with pytest.raises(ValidationError):
+        tree.validate_path(bad)
+
+
+def test_valid_paths_normalize():
+    assert tree.validate_path(" Projects/EvoClaw ") == "projects/evoclaw"
+    assert tree.validate_path("家庭/宠物") == "家庭/宠物"
+
+
+def test_add_creates_parents_and_render_matches_spec_shape():
+    nodes = tree.add([], "projects/evoclaw/architecture", "Design notes", 0)
+    assert [n.path for n in nodes] == ["projects", "projects/evoclaw", "projects/evoclaw/architecture"]
+    text = tree.render(nodes)
+    assert text.startswith("📂 Root (warm:0, cold:0)")
+    assert "📁 projects/evoclaw/architecture — Design notes (warm:0, cold:0)" in text
+    assert text.splitlines()[-1] == f"Nodes: 3/{TREE_MAX_NODES} · Size: {len(text.encode())}/{TREE_MAX_BYTES} bytes"
+
+
+def test_children_limit_refused():
+    nodes = []
+    for i in range(TREE_MAX_CHILDREN):
+        nodes = tree.add(nodes, f"top{i}", "", 0)
+    with pytest.raises(LimitError, match="children"):
+        tree.add(nodes, "one-too-many", "", 0)
+
+
+def test_node_limit_refused():
+    nodes = []
+    for i in range(10):
+        for j in range(4):
+            nodes = tree.add(nodes, f"t{i}/c{j}", "", 0)
+    assert len(nodes) == 50
+    with pytest.raises(LimitError, match="nodes"):
+        tree.add(nodes, "t0/c9", "", 0)
+
+
+def test_description_limit():
+    with pytest.raises(ValidationError, match="100"):
+        tree.add([], "a", "d" * 101, 0)
+
+
+def test_render_degrades_to_fit_bytes():
+    nodes = []
+    for i in range(10):
+        for j in range(4):
+            nodes = tree.add(nodes, f"top{i}/child{j}", "A fairly long description " * 3, 0)
+    text = tree.render(nodes)
+    assert len(text.encode()) <= TREE_MAX_BYTES
+
+
+def test_subtree_counts_and_remove_refusal(mem):
+    mem.remember("Biscuit is a beagle", category="home/pets/biscuit")
+    mem.remember("The boiler is a Worcester", category="home/house")
+    counts = tree.subtree_counts(mem.tree)
+    assert counts["home"] == (2, 0) and counts["home/pets"] == (1, 0)
+    with pytest.raises(LimitError, match="holds 1 fact"):
+        mem.tree_remove("home/pets")
+    mem.tree_add("scratch/empty", "nothing here")
+    mem.tree_remove("scratch")
+    assert "scratch" not in {n.path for n in mem.tree}
+
+
+def test_prune_keeps_new_and_busy_nodes(mem, clock):
+    mem.tree_add("old/empty")
+    mem.remember("fact", category="old/busy")
+    assert mem.tree_prune() == []                 # created today: kept
+    clock.advance(61)
+    mem.tree_add("fresh")
+    gone = mem.tree_prune()
+    assert gone == ["old/empty"]
+    paths = {n.path for n in mem.tree}
+    assert {"old", "old/busy", "fresh"} <= paths
+
+
+def test_full_tree_rebalances_on_remember_without_losing_facts(mem):
+    for i in range(10):
+        for j in range(4):
+            mem.tree_add(f"t{i}/c{j}")
+    keeper = mem.remember("a fact in a leaf", category="t0/c0")
+    fact = mem.remember("needs a new node", category="t1/new")
+    assert fact.category == "t1/new"
+    assert len(mem.tree) <= TREE_MAX_NODES
+    assert mem.get(keeper.id).category in {n.path for n in mem.tree}
+    counts = mem.store.category_counts()
+    for node in mem.tree:
+        assert (node.warm_count, node.cold_count) == counts.get(node.path, (0, 0))
