@@ -153,13 +153,14 @@ class Memory:
         found = extract_metadata(text)
         return merge_metadata(metadata, found) if metadata else found
 
-    def _insert(self, fact: Fact, key: str, now: float, op: str) -> None:
-        extra = " ".join(fact.metadata.urls + fact.metadata.commands + fact.metadata.paths)
-        self.store.insert_fact(fact, key, fact_size(fact.text, fact.metadata),
-                               index_body(fact.text, fact.category, extra))
-        self.store.adjust_counts(fact.category, warm=fact.tier == "warm", cold=fact.tier == "cold")
-        self.store.enqueue_fact(fact.id, now)
-        self.store.enqueue_state(now)
+    def _insert(self, fact: Fact, key: str, now: float, op: str, enqueue: bool = True) -> None:
+        self.store.insert_fact(fact, key, fact_size(fact.text, fact.metadata), _index_body(fact))
+        live = fact.superseded_by is None
+        self.store.adjust_counts(fact.category, warm=live and fact.tier == "warm",
+                                 cold=live and fact.tier == "cold")
+        if enqueue:
+            self.store.enqueue_fact(fact.id, now)
+            self.store.enqueue_state(now)
         self.store.audit(op, fact.id, f"{fact.tier} {fact.category}", now)
 
     def _ensure_category(self, category: str, now: float) -> str:
@@ -209,8 +210,7 @@ class Memory:
                                  cold=-(live and fact.tier == "cold"))
         self.store.adjust_counts(category, warm=live and fact.tier == "warm",
                                  cold=live and fact.tier == "cold")
-        extra = " ".join(fact.metadata.urls + fact.metadata.commands + fact.metadata.paths)
-        self.store.reindex_fact(fact_id, index_body(fact.text, category, extra))
+        self.store.reindex_fact(fact_id, _index_body(msgspec.structs.replace(fact, category=category)))
         self.store.enqueue_fact(fact_id, now)
 
     def _save_tree(self, old: list[TreeNode], new: list[TreeNode], op: str) -> None:
@@ -474,6 +474,182 @@ class Memory:
         from .consolidate import run_consolidation
         return run_consolidation(self, mode)
 
+    # -- cloud: sync, restore, devices ---------------------------------------------------------
+
+    def open_remote(self):
+        """The configured Remote: Turso/sqld over Hrana, a file, or the embedded default file
+        ($EVOCLAW_HOME/cloud.db) when no cloud URL is configured."""
+        from .cloud.remote import open_remote
+        return open_remote(self.config.cloud_url, self.config.cloud_token,
+                           Path(self.config.home) / "cloud.db")
+
+    def sync_engine(self, remote=None):
+        from .cloud.engine import SyncEngine
+        return SyncEngine(self, remote or self.open_remote(), self.agent_id)
+
+    def sync(self, remote=None):
+        """Push the outbox (facts + critical state) and pull what other devices wrote.
+
+        Returns a SyncReport. Offline, raises Unavailable and the work stays queued."""
+        owned = remote is None
+        remote = remote or self.open_remote()
+        try:
+            report = self.sync_engine(remote).sync()
+        finally:
+            if owned:
+                remote.close()
+        with self.store.transaction():
+            self.store.incr_metric("syncs")
+            self.store.set_metric("last_sync", self.clock())
+        return report
+
+    def sync_status(self) -> dict[str, Any]:
+        """Outbox depth, last push and last known remote version, without the network."""
+        from .cloud.engine import KV_LAST_PUSH, KV_REMOTE_VERSION, device_id
+        last = self.store.get_setting(KV_LAST_PUSH)
+        return {"outbox_depth": self.store.outbox_depth(),
+                "last_push": float(last) if last else None,
+                "remote_version": int(self.store.get_setting(KV_REMOTE_VERSION) or 0),
+                "device_id": device_id(self.store)}
+
+    def restore(self, *, full: bool = False, force: bool = False, remote=None, progress=None):
+        """Rebuild this (empty) device's memory from the cloud; see cloud.restore."""
+        from .cloud.restore import restore
+        owned = remote is None
+        remote = remote or self.open_remote()
+        try:
+            if force:
+                with self.store.transaction():
+                    self.store.wipe()
+            kwargs = {"progress": progress} if progress else {}
+            report = restore(self, remote, self.agent_id, full=full, force=force,
+                             warm_max_bytes=self.config.warm_max_bytes,
+                             decay_days=self.config.decay_days,
+                             access_boost=self.config.access_boost, **kwargs)
+        finally:
+            if owned:
+                remote.close()
+        if full:
+            self.recount_tree()
+        return report
+
+    def critical_state(self):
+        """Hot memory + tree, as pushed to the cloud's critical_state row."""
+        from .cloud.remote import CriticalState
+        from .cloud.engine import device_id
+        return CriticalState(hot=self.store.load_hot(), tree=self.store.tree_nodes(),
+                             updated_at=self.clock(), device_id=device_id(self.store))
+
+    def adopt_remote_state(self, remote_state) -> bool:
+        """Merge another device's critical state into ours; True if ours now differs from it."""
+        from .cloud.merge import merge_hot, merge_tree, same_state
+        now = self.clock()
+        with self.store.transaction():
+            local_hot = self.store.load_hot()
+            merged = merge_hot(local_hot, remote_state.hot, now)
+            self.store.save_hot(merged, now)
+            nodes = self.store.tree_nodes()
+            wanted = merge_tree(nodes, remote_state.tree)
+            for node in wanted:
+                if node.path in {n.path for n in nodes}:
+                    continue
+                try:       # their nodes join ours only within the limits
+                    new = tree_rules.add(nodes, node.path, node.description, now)
+                except (LimitError, ValidationError):
+                    continue
+                self._save_tree(nodes, new, op="sync.merge")
+                nodes = new
+            self.store.audit("sync.merge", "hot", f"remote device {remote_state.device_id}", now)
+        self.write_memory_md()
+        ours = {n.path for n in self.store.tree_nodes()}
+        theirs = {n.path for n in remote_state.tree}
+        return not same_state(merged, remote_state.hot) or not ours <= theirs
+
+    def insert_pulled(self, facts: list[Fact]) -> int:
+        """Store facts another device pushed (not queued back to the cloud)."""
+        now = self.clock()
+        added = 0
+        with self.store.transaction():
+            for fact in facts:
+                if self.store.get_fact(fact.id) is not None:
+                    continue
+                category = self._ensure_category(tree_rules.validate_path(fact.category), now)
+                tier = "cold" if belongs_in_cold(
+                    fact.importance, fact.created_at, fact.access_count, now,
+                    retention_days=self.config.warm_retention_days,
+                    decay_days=self.config.decay_days,
+                    access_boost=self.config.access_boost) else "warm"
+                fact = msgspec.structs.replace(fact, category=category, tier=tier)
+                self._insert(fact, normalized_key(fact.text), now, op="sync.pull", enqueue=False)
+                added += 1
+            if added:
+                self._evict_over_cap(now)
+        return added
+
+    def install_state(self, state, keep_counts: bool) -> None:
+        """Replace hot memory and the tree with a restored critical state."""
+        now = self.clock()
+        nodes = [n for n in state.tree if _valid_path(n.path)]
+        if not keep_counts:
+            nodes = [msgspec.structs.replace(n, warm_count=0, cold_count=0) for n in nodes]
+        with self.store.transaction():
+            self.store.save_hot(hot_rules.prune(state.hot, now), now)
+            self.store.replace_tree(nodes)
+            self.store.audit("restore", "hot", f"{len(nodes)} tree nodes", now)
+
+    def bulk_insert(self, facts: list[Fact], tier_by_score: bool) -> int:
+        """Insert restored facts quickly (no outbox: they came from the cloud)."""
+        now = self.clock()
+        rows = []
+        for fact in facts:
+            cold = not tier_by_score or belongs_in_cold(
+                fact.importance, fact.created_at, fact.access_count, now,
+                retention_days=self.config.warm_retention_days,
+                decay_days=self.config.decay_days, access_boost=self.config.access_boost)
+            fact = msgspec.structs.replace(fact, tier="cold" if cold else "warm")
+            rows.append((fact, normalized_key(fact.text), fact_size(fact.text, fact.metadata),
+                         _index_body(fact)))
+        with self.store.transaction():
+            return self.store.insert_facts_bulk(rows)
+
+    def wipe_local(self) -> None:
+        """Erase this agent's memory on this device (a revoked device does this)."""
+        with self.store.transaction():
+            self.store.wipe()
+        self.store.conn.execute("VACUUM")
+        self.config.memory_md_path.unlink(missing_ok=True)
+
+    def devices(self, remote=None) -> list:
+        owned = remote is None
+        remote = remote or self.open_remote()
+        try:
+            return remote.devices(self.agent_id)
+        finally:
+            if owned:
+                remote.close()
+
+    def revoke_device(self, device: str, remote=None) -> bool:
+        owned = remote is None
+        remote = remote or self.open_remote()
+        try:
+            return remote.revoke(self.agent_id, device)
+        finally:
+            if owned:
+                remote.close()
+
+    def cold_query(self, text: Optional[str] = None, category: Optional[str] = None,
+                   limit: int = 20, remote=None) -> list[Fact]:
+        """Query the cloud archive directly (by category and/or text fragment)."""
+        if category:
+            category = tree_rules.validate_path(category)
+        owned = remote is None
+        remote = remote or self.open_remote()
+        try:
+            return remote.query_cold(self.agent_id, text, category, limit)
+        finally:
+            if owned:
+                remote.close()
+
     # -- metrics -----------------------------------------------------------------------------
 
     def metrics(self) -> dict[str, Any]:
@@ -503,6 +679,20 @@ class Memory:
 
     def tier_of(self, fact: Fact, now: Optional[float] = None) -> str:
         return tier_of(self._score(fact, now or self.clock()))
+
+
+def _valid_path(path: str) -> bool:
+    try:
+        tree_rules.validate_path(path)
+        return True
+    except ValidationError:
+        return False
+
+
+def _index_body(fact: Fact) -> str:
+    """What the full-text index holds for a fact: text, category words, links and commands."""
+    extra = " ".join(fact.metadata.urls + fact.metadata.commands + fact.metadata.paths)
+    return index_body(fact.text, fact.category, extra)
 
 
 def _check_input_size(messages: Union[str, list]) -> None:

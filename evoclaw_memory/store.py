@@ -100,6 +100,23 @@ class LocalStore:
         self.conn.execute("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)",
                           (cur.lastrowid, body))
 
+    def insert_facts_bulk(self, rows: list[tuple[Fact, str, int, str]]) -> int:
+        """Insert many (fact, norm_key, size, body) at once, skipping ids already present."""
+        known = {f.id for f in self.facts_by_ids([r[0].id for r in rows])}
+        fresh = [r for r in rows if r[0].id not in known]
+        if not fresh:
+            return 0
+        start = (self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]) + 1
+        self.conn.executemany(
+            f"INSERT INTO facts (rowid, {_FACT_COLUMNS}, norm_key, size) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(start + i, f.id, f.text, f.category, f.importance, f.created_at, f.last_access,
+              f.access_count, _encoder.encode(f.metadata).decode(), f.source, f.tier,
+              f.superseded_by, key, size) for i, (f, key, size, _) in enumerate(fresh)])
+        self.conn.executemany("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)",
+                              [(start + i, body) for i, (_, _, _, body) in enumerate(fresh)])
+        return len(fresh)
+
     def reindex_fact(self, fact_id: str, body: str) -> None:
         """Replace a fact's full-text entry (after its text or category changed)."""
         rowid = self.conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact_id,)).fetchone()
@@ -343,6 +360,17 @@ class LocalStore:
     def set_setting(self, key: str, value: str) -> None:
         self.conn.execute("INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) "
                           "DO UPDATE SET value = excluded.value", (key, value))
+
+    def replace_tree(self, nodes: list[TreeNode]) -> None:
+        self.conn.execute("DELETE FROM tree_nodes")
+        for node in nodes:
+            self.upsert_node(node)
+
+    def wipe(self) -> None:
+        """Delete every row of this agent's memory (a revoked device, restore --force)."""
+        for table in ("facts", "facts_fts", "tree_nodes", "hot_state", "outbox", "metrics",
+                      "audit", "kv"):
+            self.conn.execute(f"DELETE FROM {table}")
 
     def is_empty(self) -> bool:
         """True for a fresh device: no facts, no hot state, no tree."""

@@ -1,0 +1,369 @@
+"""Remote: what the sync engine needs from any cloud, and its one SQL implementation.
+
+Like Litestream's ReplicaClient, the engine knows only this small interface. `SqlRemote`
+implements it once over the SqlExecutor interface, so a Turso/sqld database (Hrana over HTTP)
+and a local SQLite file (the embedded default, a backup drive) are peers running the same SQL.
+
+Every push is ONE transaction in ONE request, and idempotent: facts are upserts by id and the
+critical state is a compare-and-set on its version, so a retry after an unknown outcome (the
+commit happened but the answer was lost) neither duplicates nor loses anything.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Optional, Protocol
+
+import msgspec
+
+from ..errors import ConfigError, RemoteError
+from ..models import Fact, HotState, Metadata, TreeNode
+from .sql import SqlExecutor, Stmt
+
+
+class CriticalState(msgspec.Struct, omit_defaults=True):
+    """Hot memory + tree: what a device needs to wake up as itself (critical_state.data)."""
+
+    hot: HotState
+    tree: list[TreeNode] = []
+    updated_at: float = 0.0
+    device_id: str = ""
+
+
+class RemoteState(msgspec.Struct):
+    """The cloud's critical state row: its version, who wrote it, and the state itself."""
+
+    version: int
+    device_id: Optional[str]
+    state: Optional[CriticalState]
+    updated_at: float = 0.0
+
+
+class PushResult(msgspec.Struct):
+    """What one push did."""
+
+    facts: int                               # fact rows upserted
+    state_pushed: bool                       # our critical state is now the cloud's
+    remote: Optional[RemoteState]            # the cloud's state when ours lost the CAS
+    version: int                             # the cloud's critical-state version afterwards
+    revoked: bool                            # this device has been revoked
+    pulled: list[tuple[int, Fact]] = []      # other devices' facts after the cursor
+
+
+class Device(msgspec.Struct):
+    device_id: str
+    name: str
+    registered_at: int
+    last_seen: int
+    revoked_at: Optional[int]
+
+
+class Remote(Protocol):
+    """What the sync engine and restore need from a cloud."""
+
+    def ensure_schema(self) -> int: ...
+
+    def push(self, agent_id: str, device_id: str, device_name: str, facts: list[Fact],
+             state: Optional[CriticalState], expected_version: int, pull_after: int,
+             pull_limit: int = 200) -> PushResult: ...
+
+    def pull_state(self, agent_id: str) -> Optional[RemoteState]: ...
+
+    def fetch_facts(self, agent_id: str, after_rowid: int, limit: int) -> list[tuple[int, Fact]]: ...
+
+    def recent_facts(self, agent_id: str, since: float, limit: int) -> list[Fact]: ...
+
+    def count_facts(self, agent_id: str) -> int: ...
+
+    def max_rowid(self, agent_id: str) -> int: ...
+
+    def query_cold(self, agent_id: str, text: Optional[str], category: Optional[str],
+                   limit: int) -> list[Fact]: ...
+
+    def devices(self, agent_id: str) -> list[Device]: ...
+
+    def revoke(self, agent_id: str, device_id: str) -> bool: ...
+
+    def ping(self) -> float: ...
+
+    def close(self) -> None: ...
+
+
+_state_decoder = msgspec.json.Decoder(CriticalState)
+_hot_decoder = msgspec.json.Decoder(HotState)
+_meta_decoder = msgspec.json.Decoder(Metadata)
+_encoder = msgspec.json.Encoder()
+_STATEMENT_SPLIT = re.compile(r";\s*(?:--[^\n]*)?\n")
+
+_FACT_COLS = ("id, text, category, importance, created_at, access_count, metadata, source, "
+              "last_access, superseded_by")
+# Upsert by id. Immutable columns are never overwritten; what a device may legitimately change
+# later (access counts, supersession, category after a tree merge) is, and only forwards.
+_UPSERT_FACT = (
+    "INSERT INTO cold_memories (id, agent_id, text, category, importance, created_at, "
+    "access_count, metadata, source, last_access, superseded_by, device_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT(id) DO UPDATE SET category = excluded.category, "
+    "access_count = max(cold_memories.access_count, excluded.access_count), "
+    "last_access = max(coalesce(cold_memories.last_access, 0), excluded.last_access), "
+    "superseded_by = coalesce(excluded.superseded_by, cold_memories.superseded_by) "
+    "WHERE cold_memories.agent_id = excluded.agent_id")
+
+
+def encode_state(state: CriticalState) -> str:
+    return _encoder.encode(state).decode()
+
+
+def decode_state(data: str) -> CriticalState:
+    """critical_state.data: ours, or the original skill's bare hot state (read as hot only)."""
+    try:
+        return _state_decoder.decode(data)
+    except msgspec.ValidationError:
+        pass
+    except msgspec.DecodeError as exc:
+        raise RemoteError(f"critical_state.data is not JSON: {exc}") from exc
+    try:
+        return CriticalState(hot=msgspec.json.decode(data.encode(), type=HotState, strict=False))
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return CriticalState(hot=HotState())
+
+
+def _fact_row_args(agent_id: str, device_id: str, fact: Fact) -> tuple:
+    return (fact.id, agent_id, fact.text, fact.category, fact.importance, int(fact.created_at),
+            fact.access_count, _encoder.encode(fact.metadata).decode(), fact.source,
+            fact.last_access, fact.superseded_by, device_id)
+
+
+def _fact_from_row(row: tuple) -> Fact:
+    (fid, text, category, importance, created_at, access_count, metadata, source, last_access,
+     superseded_by) = row
+    try:
+        meta = _meta_decoder.decode(metadata or "{}")
+    except msgspec.MsgspecError:
+        meta = Metadata()
+    created = float(created_at or 0)
+    # The original skill wrote milliseconds in places: anything past year 33658 is ms.
+    if created > 1e12:
+        created /= 1000.0
+    return Fact(id=fid, text=text, category=category,
+                importance=0.5 if importance is None else float(importance), created_at=created,
+                last_access=float(last_access) if last_access else created,
+                access_count=int(access_count or 0), metadata=meta, source=source or "legacy",
+                tier="cold", superseded_by=superseded_by)
+
+
+class SqlRemote:
+    """Remote over any SqlExecutor (HranaClient for Turso/sqld, FileExecutor for a file)."""
+
+    def __init__(self, executor: SqlExecutor, label: str):
+        self.sql = executor
+        self.label = label            # where it is, for messages (never holds a credential)
+        self._schema_checked = False
+
+    # -- schema ------------------------------------------------------------------------------
+
+    def ensure_schema(self) -> int:
+        """Apply pending cloud migrations (once per process); returns the schema version."""
+        from .. import migrate
+        self.sql.execute("CREATE TABLE IF NOT EXISTS evoclaw_schema_version (version INTEGER "
+                         "PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+        current = self.sql.execute(
+            "SELECT COALESCE(MAX(version), 0) FROM evoclaw_schema_version").rows[0][0]
+        known = migrate.latest_version("cloud")
+        if current > known:
+            raise RemoteError(f"the cloud database schema ({current}) is newer than this release "
+                              f"understands ({known}); upgrade evoclaw-memory")
+        for version, name, sql in migrations_after(current):
+            stmts = [Stmt(s) for s in split_statements(sql)]
+            stmts.append(Stmt("INSERT INTO evoclaw_schema_version VALUES (?, ?, ?)",
+                              (version, name, int(time.time()))))
+            try:
+                self.sql.transaction(stmts)
+            except RemoteError:
+                # Another device may have migrated at the same moment: re-read and go on.
+                again = self.sql.execute(
+                    "SELECT COALESCE(MAX(version), 0) FROM evoclaw_schema_version").rows[0][0]
+                if again < version:
+                    raise
+            current = version
+        self._schema_checked = True
+        return current
+
+    def _ready(self) -> None:
+        if not self._schema_checked:
+            self.ensure_schema()
+
+    # -- push / pull ---------------------------------------------------------------------------
+
+    def push(self, agent_id: str, device_id: str, device_name: str, facts: list[Fact],
+             state: Optional[CriticalState], expected_version: int, pull_after: int,
+             pull_limit: int = 200) -> PushResult:
+        """Facts + critical state (CAS on version) + device heartbeat + pull, one transaction."""
+        self._ready()
+        now = int(time.time())
+        stmts = [Stmt(
+            "INSERT INTO devices (agent_id, device_id, name, registered_at, last_seen) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT(agent_id, device_id) DO UPDATE SET "
+            "last_seen = excluded.last_seen", (agent_id, device_id, device_name, now, now))]
+        revoked = "SELECT 1 FROM devices WHERE agent_id = ? AND device_id = ? AND revoked_at IS NOT NULL"
+        for fact in facts:
+            # A revoked device writes nothing: the guard is inside the statement itself.
+            stmts.append(Stmt(_UPSERT_FACT.replace(
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ",
+                f"SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS ({revoked}) "),
+                _fact_row_args(agent_id, device_id, fact) + (agent_id, device_id)))
+        new_version = expected_version + 1
+        if state is not None:
+            stmts.append(Stmt(
+                "INSERT INTO critical_state (agent_id, data, updated_at, version, device_id) "
+                f"SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS ({revoked}) "
+                "ON CONFLICT(agent_id) DO UPDATE SET data = excluded.data, "
+                "updated_at = excluded.updated_at, version = excluded.version, "
+                "device_id = excluded.device_id WHERE critical_state.version = ?",
+                (agent_id, encode_state(state), now, new_version, device_id, agent_id, device_id,
+                 expected_version)))
+        # Read back: did the CAS win (our version and device), or what is the cloud's state?
+        # The data comes back only when it is news: another device's write, or a version
+        # other than the one we just wrote (pushing) or already have (not pushing).
+        writer = device_id if state is not None else None
+        stmts.append(Stmt(
+            "SELECT version, device_id, CASE WHEN version = ? AND (? IS NULL OR device_id = ?) "
+            "THEN NULL ELSE data END, updated_at FROM critical_state WHERE agent_id = ?",
+            (new_version if state is not None else expected_version, writer, writer, agent_id)))
+        stmts.append(Stmt("SELECT revoked_at FROM devices WHERE agent_id = ? AND device_id = ?",
+                          (agent_id, device_id)))
+        stmts.append(Stmt(
+            f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE agent_id = ? AND rowid > ? "
+            "AND (device_id IS NULL OR device_id != ?) ORDER BY rowid LIMIT ?",
+            (agent_id, pull_after, device_id, pull_limit)))
+        results = self.sql.transaction(stmts)
+        state_rows, device_rows, pulled_rows = results[-3].rows, results[-2].rows, results[-1].rows
+        is_revoked = bool(device_rows and device_rows[0][0] is not None)
+        remote: Optional[RemoteState] = None
+        version = 0
+        state_pushed = False
+        if state_rows:
+            version, writer, data, updated = state_rows[0]
+            version = int(version or 0)
+            state_pushed = state is not None and data is None and version == new_version
+            if data is not None:
+                remote = RemoteState(version=version, device_id=writer, state=decode_state(data),
+                                     updated_at=float(updated or 0))
+        return PushResult(facts=0 if is_revoked else len(facts), state_pushed=state_pushed,
+                          remote=remote, version=version, revoked=is_revoked,
+                          pulled=[(int(r[0]), _fact_from_row(r[1:])) for r in pulled_rows])
+
+    def pull_state(self, agent_id: str) -> Optional[RemoteState]:
+        self._ready()
+        rows = self.sql.execute("SELECT version, device_id, data, updated_at FROM critical_state "
+                                "WHERE agent_id = ?", (agent_id,)).rows
+        if not rows:
+            return None
+        version, writer, data, updated = rows[0]
+        return RemoteState(version=int(version or 0), device_id=writer, state=decode_state(data),
+                           updated_at=float(updated or 0))
+
+    def fetch_facts(self, agent_id: str, after_rowid: int, limit: int) -> list[tuple[int, Fact]]:
+        """A page of the archive in rowid order (restore --full resumes from the last rowid)."""
+        self._ready()
+        rows = self.sql.execute(
+            f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE agent_id = ? AND rowid > ? "
+            "ORDER BY rowid LIMIT ?", (agent_id, after_rowid, limit)).rows
+        return [(int(r[0]), _fact_from_row(r[1:])) for r in rows]
+
+    def recent_facts(self, agent_id: str, since: float, limit: int) -> list[Fact]:
+        """Live facts created since `since`, newest first (restore's warm candidates)."""
+        self._ready()
+        rows = self.sql.execute(
+            f"SELECT {_FACT_COLS} FROM cold_memories WHERE agent_id = ? AND created_at >= ? "
+            "AND superseded_by IS NULL ORDER BY created_at DESC LIMIT ?",
+            (agent_id, int(since), limit)).rows
+        return [_fact_from_row(r) for r in rows]
+
+    def max_rowid(self, agent_id: str) -> int:
+        """The archive's newest rowid for this agent (where a fresh device's pull cursor starts)."""
+        self._ready()
+        return int(self.sql.execute("SELECT COALESCE(MAX(rowid), 0) FROM cold_memories WHERE "
+                                    "agent_id = ?", (agent_id,)).rows[0][0])
+
+    def count_facts(self, agent_id: str) -> int:
+        self._ready()
+        return int(self.sql.execute("SELECT COUNT(*) FROM cold_memories WHERE agent_id = ?",
+                                    (agent_id,)).rows[0][0])
+
+    def query_cold(self, agent_id: str, text: Optional[str], category: Optional[str],
+                   limit: int) -> list[Fact]:
+        """Archive rows by category (and below) and/or a text fragment, newest first."""
+        self._ready()
+        where, args = ["agent_id = ?", "superseded_by IS NULL"], [agent_id]
+        if category:
+            where.append("(category = ? OR substr(category, 1, ?) = ?)")
+            args += [category, len(category) + 1, category + "/"]
+        if text:
+            where.append("instr(lower(text), lower(?)) > 0")
+            args.append(text)
+        rows = self.sql.execute(f"SELECT {_FACT_COLS} FROM cold_memories WHERE "
+                                f"{' AND '.join(where)} ORDER BY created_at DESC LIMIT ?",
+                                (*args, limit)).rows
+        return [_fact_from_row(r) for r in rows]
+
+    # -- devices -----------------------------------------------------------------------------
+
+    def devices(self, agent_id: str) -> list[Device]:
+        self._ready()
+        rows = self.sql.execute("SELECT device_id, name, registered_at, last_seen, revoked_at "
+                                "FROM devices WHERE agent_id = ? ORDER BY registered_at",
+                                (agent_id,)).rows
+        return [Device(device_id=r[0], name=r[1], registered_at=int(r[2]), last_seen=int(r[3]),
+                       revoked_at=None if r[4] is None else int(r[4])) for r in rows]
+
+    def revoke(self, agent_id: str, device_id: str) -> bool:
+        """Mark a device revoked; it wipes its local memory at its next sync."""
+        self._ready()
+        result = self.sql.execute("UPDATE devices SET revoked_at = ? WHERE agent_id = ? AND "
+                                  "device_id = ? AND revoked_at IS NULL",
+                                  (int(time.time()), agent_id, device_id))
+        return result.affected_row_count > 0
+
+    def ping(self) -> float:
+        """Seconds for a bare `SELECT 1` round trip."""
+        started = time.perf_counter()
+        self.sql.execute("SELECT 1")
+        return time.perf_counter() - started
+
+    def close(self) -> None:
+        self.sql.close()
+
+
+def split_statements(sql: str) -> list[str]:
+    """The statements of a migration file (ours end each statement with ';' at a line end)."""
+    body = "\n".join(line for line in sql.splitlines() if not line.strip().startswith("--"))
+    return [s.strip() for s in _STATEMENT_SPLIT.split(body + "\n") if s.strip()]
+
+
+def migrations_after(version: int) -> list[tuple[int, str, str]]:
+    from .. import migrate
+    return [m for m in migrate.migrations("cloud") if m[0] > version]
+
+
+def open_remote(url: Optional[str], token: Optional[str], default_file: Path,
+                timeout: float = 10.0, retries: int = 4) -> SqlRemote:
+    """The Remote for a configured URL: libsql://, https://, http:// (Hrana), file:// or a
+    plain path (a local file), or `default_file` when nothing is configured."""
+    if not url:
+        from .sql import FileExecutor
+        return SqlRemote(FileExecutor(default_file), label=f"file {default_file}")
+    if url.startswith(("libsql://", "https://", "http://", "wss://", "ws://")):
+        from .hrana import HranaClient
+        client = HranaClient(url.replace("wss://", "https://").replace("ws://", "http://"),
+                             token, timeout=timeout, retries=retries)
+        return SqlRemote(client, label=client.base_url)
+    if url.startswith("file:"):
+        url = url[len("file://"):] if url.startswith("file://") else url[len("file:"):]
+    path = Path(url).expanduser()
+    if not path.parent.exists():
+        raise ConfigError(f"cloud file folder {path.parent} does not exist")
+    from .sql import FileExecutor
+    return SqlRemote(FileExecutor(path), label=f"file {path}")

@@ -1,0 +1,121 @@
+"""Restore: a new, empty device wakes up as the agent (SPEC §6).
+
+Fast path (`restore`): the critical state (hot memory + tree) and the warm working set
+(recent, non-frozen facts by score) — a handful of requests whatever the archive's size.
+`--full` then mirrors the whole archive page by page; the cursor is saved after every page,
+so an interrupted mirror continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional, Protocol
+
+import msgspec
+
+from ..errors import NotFoundError, ValidationError
+from ..models import Fact, HotState
+from ..scoring import score
+from ..store import LocalStore
+from .engine import KV_PULL_CURSOR, KV_REMOTE_VERSION
+from .remote import CriticalState, Remote
+
+PAGE_SIZE = 2_000
+WARM_WINDOW_DAYS = 120          # warm candidates: facts younger than this
+WARM_CANDIDATES = 5_000
+KV_MIRROR_CURSOR = "restore.mirror_cursor"
+KV_MIRROR_DONE = "restore.mirror_done"
+
+Progress = Callable[[str, int, int], None]     # (stage, done, total)
+
+
+class RestoreTarget(Protocol):
+    """What restore needs from the device's memory (implemented by Memory)."""
+
+    store: LocalStore
+
+    def install_state(self, state: CriticalState, keep_counts: bool) -> None: ...
+
+    def bulk_insert(self, facts: list[Fact], tier_by_score: bool) -> int: ...
+
+    def write_memory_md(self): ...
+
+
+class RestoreReport(msgspec.Struct):
+    agent_id: str
+    remote_version: int
+    warm_facts: int
+    mirrored_facts: int
+    archive_facts: int
+    seconds: float
+    complete_mirror: bool
+
+
+def _quiet(stage: str, done: int, total: int) -> None:
+    pass
+
+
+def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool = False,
+            force: bool = False, warm_max_bytes: int = 50 * 1024, decay_days: float = 30.0,
+            access_boost: float = 0.1, progress: Progress = _quiet) -> RestoreReport:
+    """Rebuild hot memory, the tree, MEMORY.md and warm from `remote` (and mirror all if full)."""
+    started = time.perf_counter()
+    store = target.store
+    resuming = store.get_setting(KV_MIRROR_CURSOR) is not None and \
+        store.get_setting(KV_MIRROR_DONE) != "1"
+    if not store.is_empty() and not force and not resuming:
+        raise ValidationError("this device already has a memory for this agent; restore "
+                              "would overwrite it: use --force to replace it")
+    state = remote.pull_state(agent_id)
+    archive = remote.count_facts(agent_id)
+    if state is None and archive == 0:
+        raise NotFoundError(f"the cloud has no memory for agent {agent_id!r}")
+    progress("state", 1, 3)
+    if not resuming:
+        target.install_state(state.state if state and state.state else CriticalState(hot=HotState()),
+                             keep_counts=True)
+        now = time.time()
+        candidates = remote.recent_facts(agent_id, now - WARM_WINDOW_DAYS * 86_400, WARM_CANDIDATES)
+        ranked = sorted(candidates, key=lambda f: -score(f.importance, f.created_at,
+                                                         f.access_count, now, decay_days,
+                                                         access_boost))
+        chosen, used = [], 0
+        for fact in ranked:
+            size = len(fact.text.encode()) + 40
+            if used + size > warm_max_bytes * 0.9:
+                break
+            chosen.append(fact)
+            used += size
+        warm = target.bulk_insert(chosen, tier_by_score=True)
+        progress("warm", 2, 3)
+        with store.transaction():
+            store.set_setting(KV_REMOTE_VERSION, str(state.version if state else 0))
+            store.set_setting(KV_PULL_CURSOR, str(remote.max_rowid(agent_id)))
+            store.conn.execute("DELETE FROM outbox")    # everything here came from the cloud
+        target.write_memory_md()
+    else:
+        warm = store.count_facts("warm")
+    mirrored = 0
+    if full:
+        with store.transaction():
+            if store.get_setting(KV_MIRROR_CURSOR) is None:
+                store.set_setting(KV_MIRROR_CURSOR, "0")
+        cursor = int(store.get_setting(KV_MIRROR_CURSOR) or 0)
+        done = store.count_facts()
+        while True:
+            page = remote.fetch_facts(agent_id, cursor, PAGE_SIZE)
+            if not page:
+                break
+            mirrored += target.bulk_insert([f for _, f in page], tier_by_score=False)
+            cursor = page[-1][0]
+            with store.transaction():
+                store.set_setting(KV_MIRROR_CURSOR, str(cursor))
+            done += len(page)
+            progress("mirror", min(done, archive), archive)
+        with store.transaction():
+            store.set_setting(KV_MIRROR_DONE, "1")
+    progress("done", 3, 3)
+    return RestoreReport(agent_id=agent_id, remote_version=state.version if state else 0,
+                         warm_facts=warm, mirrored_facts=mirrored, archive_facts=archive,
+                         seconds=round(time.perf_counter() - started, 3),
+                         complete_mirror=full)
