@@ -27,6 +27,7 @@ ENV_VARS = {
     "EVOCLAW_LLM_BASE_URL": "llm_base_url",
     "EVOCLAW_LLM_MODEL": "llm_model",
     "EVOCLAW_LLM_API_KEY": "llm_api_key",
+    "EVOCLAW_ENCRYPTION": "encryption",
 }
 
 # TOML layout: [section] key -> field.
@@ -72,7 +73,8 @@ class Config(msgspec.Struct, kw_only=True):
     llm_model: Optional[str] = None
     llm_api_key: Optional[str] = None
     llm_timeout: float = 20.0
-    encryption: str = "off"
+    # "auto": end-to-end encryption for a network cloud (Turso/sqld), none for a local file.
+    encryption: str = "auto"
 
     def __repr__(self) -> str:  # never leak a secret through a repr in a traceback or log
         return f"Config({self.redacted()!r})"
@@ -94,6 +96,16 @@ class Config(msgspec.Struct, kw_only=True):
     @property
     def memory_md_path(self) -> Path:
         return Path(self.memory_md).expanduser() if self.memory_md else self.workspace_path / "MEMORY.md"
+
+    @property
+    def cloud_is_network(self) -> bool:
+        """True for a network cloud (Turso/sqld), False for a local file or the default."""
+        return bool(self.cloud_url) and self.cloud_url.startswith(
+            ("libsql://", "https://", "http://", "wss://", "ws://"))
+
+    @property
+    def wants_encryption(self) -> bool:
+        return self.encryption == "on" or (self.encryption == "auto" and self.cloud_is_network)
 
     def redacted(self) -> dict[str, Any]:
         """The config as a dict with every secret replaced by '***' (or None when unset)."""
@@ -158,6 +170,6 @@ def load_config(home: Optional[Path | str] = None, agent_id: Optional[str] = Non
     except msgspec.ValidationError as exc:
         raise ConfigError(f"invalid configuration: {exc}") from exc
     validate_agent_id(config.agent_id)
-    if config.encryption not in ("on", "off"):
-        raise ConfigError("encryption must be 'on' or 'off'")
+    if config.encryption not in ("auto", "on", "off"):
+        raise ConfigError("encryption must be 'auto', 'on' or 'off'")
     return config

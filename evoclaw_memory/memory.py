@@ -476,12 +476,66 @@ class Memory:
 
     # -- cloud: sync, restore, devices ---------------------------------------------------------
 
-    def open_remote(self):
+    def open_remote(self, passphrase: Optional[str] = None, recovery_key: Optional[str] = None):
         """The configured Remote: Turso/sqld over Hrana, a file, or the embedded default file
-        ($EVOCLAW_HOME/cloud.db) when no cloud URL is configured."""
+        ($EVOCLAW_HOME/cloud.db) when no cloud URL is configured; sealing and opening
+        everything with the agent's keys when the memory is end-to-end encrypted."""
         from .cloud.remote import open_remote
-        return open_remote(self.config.cloud_url, self.config.cloud_token,
-                           Path(self.config.home) / "cloud.db")
+        remote = open_remote(self.config.cloud_url, self.config.cloud_token,
+                             Path(self.config.home) / "cloud.db")
+        try:
+            self.secure_remote(remote, passphrase, recovery_key)
+        except BaseException:
+            remote.close()
+            raise
+        return remote
+
+    def secure_remote(self, remote, passphrase: Optional[str] = None,
+                      recovery_key: Optional[str] = None, probe: bool = False):
+        """Attach the agent's keyring to `remote` when this memory is (or must be) encrypted.
+
+        Encrypted when this device holds keys, when the config wants it, or (with `probe`, as
+        restore does) when the cloud holds a keyring for the agent. No request is made when
+        the device already knows: a plaintext push is refused by the cloud-side guard if
+        another device turned encryption on meanwhile (see SqlRemote.push)."""
+        from .cloud import keys
+        from .errors import CryptoError
+        ring = keys.local_keyring(self.store)
+        if ring is not None and not (passphrase or recovery_key):
+            return keys.attach(remote, ring)
+        encrypted_cloud = probe and remote.get_keyring(self.agent_id) is not None
+        if self.config.encryption == "off":
+            if encrypted_cloud:
+                raise CryptoError("the cloud memory of this agent is end-to-end encrypted but "
+                                  "encryption is \"off\" here: set it to \"auto\" or \"on\"")
+            return remote
+        if encrypted_cloud or self.config.wants_encryption or passphrase or recovery_key:
+            keys.attach(remote, keys.unlock_keys(self.store, remote, self.agent_id,
+                                                 passphrase, recovery_key))
+        return remote
+
+    def init_encryption(self, passphrase: str, remote=None, scrypt_n: Optional[int] = None) -> str:
+        """Set up end-to-end encryption for this agent; returns the recovery key (show ONCE)."""
+        from .cloud import keys
+        from .cloud.remote import open_remote
+        owned = remote is None
+        remote = remote or open_remote(self.config.cloud_url, self.config.cloud_token,
+                                       Path(self.config.home) / "cloud.db")
+        try:
+            kwargs = {"scrypt_n": scrypt_n} if scrypt_n else {}
+            recovery = keys.init_keys(self.store, remote, self.agent_id, passphrase, **kwargs)
+        finally:
+            if owned:
+                remote.close()
+        with self.store.transaction():          # everything already pushed is re-sent sealed
+            self.store.conn.execute("INSERT INTO outbox (kind, ref, created_at) VALUES "
+                                    "('resync', 'all', ?) ON CONFLICT(kind, ref) DO NOTHING",
+                                    (self.clock(),))
+            self.store.set_setting("sync.resync_cursor", "0")
+            self.store.set_setting("sync.resync_done", "0")
+            self.store.enqueue_state(self.clock())
+            self.store.audit("key.init", "keyring", "", self.clock())
+        return recovery
 
     def sync_engine(self, remote=None):
         from .cloud.engine import SyncEngine
@@ -492,7 +546,10 @@ class Memory:
 
         Returns a SyncReport. Offline, raises Unavailable and the work stays queued."""
         owned = remote is None
-        remote = remote or self.open_remote()
+        if owned:
+            remote = self.open_remote()
+        else:
+            self.secure_remote(remote)
         try:
             report = self.sync_engine(remote).sync()
         finally:
@@ -512,15 +569,23 @@ class Memory:
                 "remote_version": int(self.store.get_setting(KV_REMOTE_VERSION) or 0),
                 "device_id": device_id(self.store)}
 
-    def restore(self, *, full: bool = False, force: bool = False, remote=None, progress=None):
-        """Rebuild this (empty) device's memory from the cloud; see cloud.restore."""
+    def restore(self, *, full: bool = False, force: bool = False, remote=None, progress=None,
+                passphrase: Optional[str] = None, recovery_key: Optional[str] = None):
+        """Rebuild this (empty) device's memory from the cloud; see cloud.restore.
+
+        An encrypted memory is unlocked first (passphrase or recovery key): a wrong one fails
+        before anything is written locally."""
         from .cloud.restore import restore
+        from .cloud.remote import open_remote
         owned = remote is None
-        remote = remote or self.open_remote()
+        if owned:
+            remote = open_remote(self.config.cloud_url, self.config.cloud_token,
+                                 Path(self.config.home) / "cloud.db")
         try:
             if force:
                 with self.store.transaction():
                     self.store.wipe()
+            self.secure_remote(remote, passphrase, recovery_key, probe=True)
             kwargs = {"progress": progress} if progress else {}
             report = restore(self, remote, self.agent_id, full=full, force=force,
                              warm_max_bytes=self.config.warm_max_bytes,
@@ -640,12 +705,18 @@ class Memory:
     def cold_query(self, text: Optional[str] = None, category: Optional[str] = None,
                    limit: int = 20, remote=None) -> list[Fact]:
         """Query the cloud archive directly (by category and/or text fragment)."""
+        paths = None
         if category:
             category = tree_rules.validate_path(category)
+            paths = [category] + [n.path for n in self.store.tree_nodes()
+                                  if n.path.startswith(category + "/")]
         owned = remote is None
-        remote = remote or self.open_remote()
+        if owned:
+            remote = self.open_remote()
+        else:
+            self.secure_remote(remote)
         try:
-            return remote.query_cold(self.agent_id, text, category, limit)
+            return remote.query_cold(self.agent_id, text, paths, limit)
         finally:
             if owned:
                 remote.close()

@@ -18,7 +18,7 @@ from typing import Optional, Protocol
 
 import msgspec
 
-from ..errors import ConfigError, RemoteError
+from ..errors import ConfigError, CryptoError, RemoteError
 from ..models import Fact, HotState, Metadata, TreeNode
 from .sql import SqlExecutor, Stmt
 
@@ -79,8 +79,12 @@ class Remote(Protocol):
 
     def max_rowid(self, agent_id: str) -> int: ...
 
-    def query_cold(self, agent_id: str, text: Optional[str], category: Optional[str],
+    def query_cold(self, agent_id: str, text: Optional[str], categories: Optional[list[str]],
                    limit: int) -> list[Fact]: ...
+
+    def get_keyring(self, agent_id: str) -> Optional[str]: ...
+
+    def put_keyring(self, agent_id: str, data: str, expected: Optional[str]) -> bool: ...
 
     def devices(self, agent_id: str) -> list[Device]: ...
 
@@ -99,13 +103,14 @@ _STATEMENT_SPLIT = re.compile(r";\s*(?:--[^\n]*)?\n")
 
 _FACT_COLS = ("id, text, category, importance, created_at, access_count, metadata, source, "
               "last_access, superseded_by")
-# Upsert by id. Immutable columns are never overwritten; what a device may legitimately change
-# later (access counts, supersession, category after a tree merge) is, and only forwards.
+# Upsert by id. A fact's text never changes, but its sealed form does after a key rotation, and
+# its category after a tree merge; counters and supersession only move forwards.
 _UPSERT_FACT = (
     "INSERT INTO cold_memories (id, agent_id, text, category, importance, created_at, "
     "access_count, metadata, source, last_access, superseded_by, device_id) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT(id) DO UPDATE SET category = excluded.category, "
+    "ON CONFLICT(id) DO UPDATE SET category = excluded.category, text = excluded.text, "
+    "metadata = excluded.metadata, "
     "access_count = max(cold_memories.access_count, excluded.access_count), "
     "last_access = max(coalesce(cold_memories.last_access, 0), excluded.last_access), "
     "superseded_by = coalesce(excluded.superseded_by, cold_memories.superseded_by) "
@@ -130,12 +135,6 @@ def decode_state(data: str) -> CriticalState:
         return CriticalState(hot=HotState())
 
 
-def _fact_row_args(agent_id: str, device_id: str, fact: Fact) -> tuple:
-    return (fact.id, agent_id, fact.text, fact.category, fact.importance, int(fact.created_at),
-            fact.access_count, _encoder.encode(fact.metadata).decode(), fact.source,
-            fact.last_access, fact.superseded_by, device_id)
-
-
 def _fact_from_row(row: tuple) -> Fact:
     (fid, text, category, importance, created_at, access_count, metadata, source, last_access,
      superseded_by) = row
@@ -154,13 +153,100 @@ def _fact_from_row(row: tuple) -> Fact:
                 tier="cold", superseded_by=superseded_by)
 
 
+class PlainCodec:
+    """Rows as the original skill wrote them: text and categories in clear."""
+
+    encrypted = False
+
+    def fact_args(self, agent_id: str, device_id: str, fact: Fact) -> tuple:
+        return (fact.id, agent_id, fact.text, fact.category, fact.importance,
+                int(fact.created_at), fact.access_count,
+                _encoder.encode(fact.metadata).decode(), fact.source, fact.last_access,
+                fact.superseded_by, device_id)
+
+    def fact(self, row: tuple) -> Fact:
+        return _fact_from_row(row)
+
+    def state_data(self, state: CriticalState) -> str:
+        return encode_state(state)
+
+    def state(self, data: str) -> CriticalState:
+        return decode_state(data)
+
+    def category(self, path: str) -> str:
+        return path
+
+
+class SealedCodec(PlainCodec):
+    """Rows sealed with the agent's keyring: the cloud sees ciphertext and keyed hashes.
+
+    A sealed category is stored as "<keyed hash> <sealed path>": the hash lets the database
+    filter by category, the sealed path gives it back to a device. Clear on the wire and in
+    the cloud: ids, agent id, importance, times, access counts, supersession links, device
+    ids, and the sizes of everything (SECURITY.md)."""
+
+    encrypted = True
+
+    def __init__(self, keyring):
+        self.ring = keyring
+
+    def fact_args(self, agent_id: str, device_id: str, fact: Fact) -> tuple:
+        meta = "{}" if fact.metadata.is_empty() else self.ring.seal(
+            _encoder.encode(fact.metadata).decode(), fact.id, "metadata")
+        category = (self.ring.category_token(fact.category) + " "
+                    + self.ring.seal(fact.category, fact.id, "category"))
+        return (fact.id, agent_id, self.ring.seal(fact.text, fact.id, "text"), category,
+                fact.importance, int(fact.created_at), fact.access_count, meta, fact.source,
+                fact.last_access, fact.superseded_by, device_id)
+
+    def fact(self, row: tuple) -> Fact:
+        fid, text, category, importance, created_at, access_count, meta, *rest = row
+        sealed_category = (category or "").partition(" ")[2]
+        if meta and meta != "{}":
+            meta = self.ring.open(meta, fid, "metadata")
+        return _fact_from_row((fid, self.ring.open(text, fid, "text"),
+                               self.ring.open(sealed_category, fid, "category"), importance,
+                               created_at, access_count, meta, *rest))
+
+    def state_data(self, state: CriticalState) -> str:
+        return self.ring.seal(encode_state(state), "critical_state", "data")
+
+    def state(self, data: str) -> CriticalState:
+        return decode_state(self.ring.open(data, "critical_state", "data"))
+
+    def category(self, path: str) -> str:
+        return self.ring.category_token(path)
+
+
 class SqlRemote:
     """Remote over any SqlExecutor (HranaClient for Turso/sqld, FileExecutor for a file)."""
 
-    def __init__(self, executor: SqlExecutor, label: str):
+    def __init__(self, executor: SqlExecutor, label: str, codec: Optional[PlainCodec] = None):
         self.sql = executor
         self.label = label            # where it is, for messages (never holds a credential)
+        self.codec = codec or PlainCodec()
+        self.rejected: list[str] = []  # why rows failed to open (tampered), with their ids
         self._schema_checked = False
+
+    def __enter__(self) -> "SqlRemote":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _facts(self, rows: list[tuple]) -> list[Fact]:
+        """Decode archive rows; a row that fails authentication is reported and skipped."""
+        return [f for _, f in self._paged([(0, *row) for row in rows])]
+
+    def _paged(self, rows: list[tuple]) -> list[tuple[int, Fact]]:
+        """Decode (rowid, ...) rows, skipping and recording the ones that do not open."""
+        out = []
+        for row in rows:
+            try:
+                out.append((int(row[0]), self.codec.fact(row[1:])))
+            except CryptoError as exc:
+                self.rejected.append(str(exc))
+        return out
 
     # -- schema ------------------------------------------------------------------------------
 
@@ -208,12 +294,17 @@ class SqlRemote:
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT(agent_id, device_id) DO UPDATE SET "
             "last_seen = excluded.last_seen", (agent_id, device_id, device_name, now, now))]
         revoked = "SELECT 1 FROM devices WHERE agent_id = ? AND device_id = ? AND revoked_at IS NOT NULL"
+        guard_args: tuple = (agent_id, device_id)
+        if not self.codec.encrypted:
+            # Never write clear text into an agent whose memory another device encrypted.
+            revoked += " UNION ALL SELECT 1 FROM evoclaw_keys WHERE agent_id = ?"
+            guard_args = (agent_id, device_id, agent_id)
         for fact in facts:
             # A revoked device writes nothing: the guard is inside the statement itself.
             stmts.append(Stmt(_UPSERT_FACT.replace(
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ",
                 f"SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS ({revoked}) "),
-                _fact_row_args(agent_id, device_id, fact) + (agent_id, device_id)))
+                self.codec.fact_args(agent_id, device_id, fact) + guard_args))
         new_version = expected_version + 1
         if state is not None:
             stmts.append(Stmt(
@@ -222,7 +313,7 @@ class SqlRemote:
                 "ON CONFLICT(agent_id) DO UPDATE SET data = excluded.data, "
                 "updated_at = excluded.updated_at, version = excluded.version, "
                 "device_id = excluded.device_id WHERE critical_state.version = ?",
-                (agent_id, encode_state(state), now, new_version, device_id, agent_id, device_id,
+                (agent_id, self.codec.state_data(state), now, new_version, device_id, *guard_args,
                  expected_version)))
         # Read back: did the CAS win (our version and device), or what is the cloud's state?
         # The data comes back only when it is news: another device's write, or a version
@@ -232,15 +323,20 @@ class SqlRemote:
             "SELECT version, device_id, CASE WHEN version = ? AND (? IS NULL OR device_id = ?) "
             "THEN NULL ELSE data END, updated_at FROM critical_state WHERE agent_id = ?",
             (new_version if state is not None else expected_version, writer, writer, agent_id)))
-        stmts.append(Stmt("SELECT revoked_at FROM devices WHERE agent_id = ? AND device_id = ?",
-                          (agent_id, device_id)))
+        stmts.append(Stmt("SELECT (SELECT revoked_at FROM devices WHERE agent_id = ? AND "
+                          "device_id = ?), EXISTS (SELECT 1 FROM evoclaw_keys WHERE agent_id = ?)",
+                          (agent_id, device_id, agent_id)))
         stmts.append(Stmt(
             f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE agent_id = ? AND rowid > ? "
             "AND (device_id IS NULL OR device_id != ?) ORDER BY rowid LIMIT ?",
             (agent_id, pull_after, device_id, pull_limit)))
         results = self.sql.transaction(stmts)
         state_rows, device_rows, pulled_rows = results[-3].rows, results[-2].rows, results[-1].rows
-        is_revoked = bool(device_rows and device_rows[0][0] is not None)
+        is_revoked = device_rows[0][0] is not None
+        if device_rows[0][1] and not self.codec.encrypted:
+            raise CryptoError("this agent's cloud memory is end-to-end encrypted (set up on "
+                              "another device): unlock it here with the passphrase "
+                              "(EVOCLAW_PASSPHRASE) before syncing; nothing was sent in clear")
         remote: Optional[RemoteState] = None
         version = 0
         state_pushed = False
@@ -249,11 +345,11 @@ class SqlRemote:
             version = int(version or 0)
             state_pushed = state is not None and data is None and version == new_version
             if data is not None:
-                remote = RemoteState(version=version, device_id=writer, state=decode_state(data),
+                remote = RemoteState(version=version, device_id=writer, state=self.codec.state(data),
                                      updated_at=float(updated or 0))
         return PushResult(facts=0 if is_revoked else len(facts), state_pushed=state_pushed,
                           remote=remote, version=version, revoked=is_revoked,
-                          pulled=[(int(r[0]), _fact_from_row(r[1:])) for r in pulled_rows])
+                          pulled=self._paged(pulled_rows))
 
     def pull_state(self, agent_id: str) -> Optional[RemoteState]:
         self._ready()
@@ -262,7 +358,7 @@ class SqlRemote:
         if not rows:
             return None
         version, writer, data, updated = rows[0]
-        return RemoteState(version=int(version or 0), device_id=writer, state=decode_state(data),
+        return RemoteState(version=int(version or 0), device_id=writer, state=self.codec.state(data),
                            updated_at=float(updated or 0))
 
     def fetch_facts(self, agent_id: str, after_rowid: int, limit: int) -> list[tuple[int, Fact]]:
@@ -271,7 +367,7 @@ class SqlRemote:
         rows = self.sql.execute(
             f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE agent_id = ? AND rowid > ? "
             "ORDER BY rowid LIMIT ?", (agent_id, after_rowid, limit)).rows
-        return [(int(r[0]), _fact_from_row(r[1:])) for r in rows]
+        return self._paged(rows)
 
     def recent_facts(self, agent_id: str, since: float, limit: int) -> list[Fact]:
         """Live facts created since `since`, newest first (restore's warm candidates)."""
@@ -280,7 +376,7 @@ class SqlRemote:
             f"SELECT {_FACT_COLS} FROM cold_memories WHERE agent_id = ? AND created_at >= ? "
             "AND superseded_by IS NULL ORDER BY created_at DESC LIMIT ?",
             (agent_id, int(since), limit)).rows
-        return [_fact_from_row(r) for r in rows]
+        return self._facts(rows)
 
     def max_rowid(self, agent_id: str) -> int:
         """The archive's newest rowid for this agent (where a fresh device's pull cursor starts)."""
@@ -293,21 +389,57 @@ class SqlRemote:
         return int(self.sql.execute("SELECT COUNT(*) FROM cold_memories WHERE agent_id = ?",
                                     (agent_id,)).rows[0][0])
 
-    def query_cold(self, agent_id: str, text: Optional[str], category: Optional[str],
+    def query_cold(self, agent_id: str, text: Optional[str], categories: Optional[list[str]],
                    limit: int) -> list[Fact]:
-        """Archive rows by category (and below) and/or a text fragment, newest first."""
+        """Archive rows filed under any of `categories` and/or containing a text fragment,
+        newest first. An encrypted archive filters categories by keyed hash in the database
+        and text on the device, over the decrypted candidates."""
         self._ready()
         where, args = ["agent_id = ?", "superseded_by IS NULL"], [agent_id]
-        if category:
-            where.append("(category = ? OR substr(category, 1, ?) = ?)")
-            args += [category, len(category) + 1, category + "/"]
-        if text:
+        if categories:
+            ors = []
+            for path in categories:
+                token = self.codec.category(path)
+                if self.codec.encrypted:        # "<token> <sealed path>": a range on the index
+                    ors.append("(category > ? AND category < ?)")
+                    args += [token + " ", token + "!"]
+                else:
+                    ors.append("category = ?")
+                    args.append(token)
+            where.append("(" + " OR ".join(ors) + ")")
+        if text and not self.codec.encrypted:
             where.append("instr(lower(text), lower(?)) > 0")
             args.append(text)
+        fetch = limit * 20 if text and self.codec.encrypted else limit
         rows = self.sql.execute(f"SELECT {_FACT_COLS} FROM cold_memories WHERE "
                                 f"{' AND '.join(where)} ORDER BY created_at DESC LIMIT ?",
-                                (*args, limit)).rows
-        return [_fact_from_row(r) for r in rows]
+                                (*args, fetch)).rows
+        facts = self._facts(rows)
+        if text and self.codec.encrypted:
+            facts = [f for f in facts if text.lower() in f.text.lower()]
+        return facts[:limit]
+
+    # -- keys ----------------------------------------------------------------------------------
+
+    def get_keyring(self, agent_id: str) -> Optional[str]:
+        """The agent's wrapped-keyring record (JSON), if encryption was ever set up."""
+        self._ready()
+        rows = self.sql.execute("SELECT data FROM evoclaw_keys WHERE agent_id = ?",
+                                (agent_id,)).rows
+        return rows[0][0] if rows else None
+
+    def put_keyring(self, agent_id: str, data: str, expected: Optional[str]) -> bool:
+        """Store the keyring record if the cloud still holds `expected` (None: no record yet)."""
+        self._ready()
+        if expected is None:
+            result = self.sql.execute("INSERT OR IGNORE INTO evoclaw_keys (agent_id, data, "
+                                      "updated_at) VALUES (?, ?, ?)",
+                                      (agent_id, data, int(time.time())))
+        else:
+            result = self.sql.execute("UPDATE evoclaw_keys SET data = ?, updated_at = ? WHERE "
+                                      "agent_id = ? AND data = ?",
+                                      (data, int(time.time()), agent_id, expected))
+        return result.affected_row_count == 1
 
     # -- devices -----------------------------------------------------------------------------
 
