@@ -870,6 +870,9 @@ def _writable(path: Path) -> bool:
 
 # -- entry point -----------------------------------------------------------------------------
 
+from . import cli_cloud  # noqa: E402,F401  (registers sync, restore, cold, devices, key)
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Console-script entry point."""
     try:

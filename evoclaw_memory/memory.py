@@ -6,6 +6,7 @@ engine) and its audit row; nothing here touches the network.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -597,6 +598,39 @@ class Memory:
         if full:
             self.recount_tree()
         return report
+
+    def change_passphrase(self, current: str, new: str, remote=None) -> None:
+        """Rewrap the encryption keys under a new passphrase (no data is re-encrypted)."""
+        from .cloud import keys
+        with self._remote_scope(remote, secure=False) as r:
+            keys.change_passphrase(self.store, r, self.agent_id, current, new)
+        with self.store.transaction():
+            self.store.audit("key.change_passphrase", "keyring", "", self.clock())
+
+    def rotate_key(self, passphrase: Optional[str] = None, recovery_key: Optional[str] = None,
+                   remote=None) -> str:
+        """Start a new data key; the next syncs re-encrypt everything (via the outbox)."""
+        from .cloud import keys
+        with self._remote_scope(remote, secure=False) as r:
+            keys.unlock_keys(self.store, r, self.agent_id, passphrase, recovery_key)
+            key_id = keys.rotate(self.store, r, self.agent_id)
+        with self.store.transaction():
+            self.store.audit("key.rotate", "keyring", key_id, self.clock())
+        return key_id
+
+    @contextlib.contextmanager
+    def _remote_scope(self, remote=None, secure: bool = True):
+        """The given remote, or the configured one opened and closed around the block."""
+        if remote is not None:
+            yield self.secure_remote(remote) if secure else remote
+            return
+        from .cloud.remote import open_remote
+        opened = open_remote(self.config.cloud_url, self.config.cloud_token,
+                             Path(self.config.home) / "cloud.db")
+        try:
+            yield self.secure_remote(opened) if secure else opened
+        finally:
+            opened.close()
 
     def critical_state(self):
         """Hot memory + tree, as pushed to the cloud's critical_state row."""

@@ -103,7 +103,9 @@ class SyncEngine:
             resync = next((seq for seq, kind, _ in entries if kind == "resync"), None)
             facts = self.store.facts_by_ids([ref for _, ref in fact_entries])
             if resync is not None and len(facts) < self.batch_size:
-                facts += self._resync_page(self.batch_size - len(facts))
+                queued = {f.id for f in facts}
+                facts += [f for f in self._resync_page(self.batch_size - len(facts))
+                          if f.id not in queued]
             expected = int(self.store.get_setting(KV_REMOTE_VERSION) or 0)
             cursor = int(self.store.get_setting(KV_PULL_CURSOR) or 0)
             state = self.local.critical_state() if state_entry is not None else None

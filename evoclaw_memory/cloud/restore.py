@@ -49,6 +49,7 @@ class RestoreReport(msgspec.Struct):
     archive_facts: int
     seconds: float
     complete_mirror: bool
+    rejected: list[str] = []        # rows that failed authentication (tampered), skipped
 
 
 def _quiet(stage: str, done: int, total: int) -> None:
@@ -118,4 +119,4 @@ def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool 
     return RestoreReport(agent_id=agent_id, remote_version=state.version if state else 0,
                          warm_facts=warm, mirrored_facts=mirrored, archive_facts=archive,
                          seconds=round(time.perf_counter() - started, 3),
-                         complete_mirror=full)
+                         complete_mirror=full, rejected=list(getattr(remote, "rejected", [])))

@@ -1,0 +1,281 @@
+"""Cloud commands of `evoclaw-memory`: sync, restore, cold, devices, key.
+
+Registered on the main group by cli.py; same conventions (thin skin over Memory, lazy
+imports, one-line errors, --json). Secrets never come from flags (they would land in shell
+history): EVOCLAW_PASSPHRASE / EVOCLAW_RECOVERY_KEY, or a hidden prompt on a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Optional
+
+import click
+
+from .cli import _emit, _fact_line, _memory, _when, cli, common_options
+
+
+def _interactive() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def _ask_secret(prompt: str, confirm: bool = False) -> str:
+    return click.prompt(prompt, hide_input=True, confirmation_prompt=confirm, err=True)
+
+
+def _with_secret(action, *, recovery: bool):
+    """Run `action(passphrase, recovery_key)`; on a terminal, ask once if a secret is needed."""
+    from .errors import CryptoError
+    try:
+        return action(None, None)
+    except CryptoError as exc:
+        needs_secret = "give the passphrase" in str(exc)
+        if not needs_secret or not _interactive():
+            raise
+    if recovery:
+        return action(None, _ask_secret("Recovery key"))
+    return action(_ask_secret("Passphrase"), None)
+
+
+# -- sync ------------------------------------------------------------------------------------
+
+@cli.command()
+@click.option("--status", is_flag=True, help="Show outbox depth, last push and remote version "
+              "without contacting the cloud.")
+@common_options
+@click.pass_context
+def sync(ctx: click.Context, status: bool) -> None:
+    """Push queued changes (facts + critical state) and pull other devices' changes."""
+    from .errors import Unavailable
+    with _memory(ctx) as mem:
+        if status:
+            info = mem.sync_status()
+            _emit(ctx, info, lambda: click.echo(
+                f"outbox: {info['outbox_depth']} queued · last push: {_when(info['last_push'])} · "
+                f"remote version: {info['remote_version']} · device: {info['device_id']}"))
+            return
+        try:
+            report = _with_secret(lambda p, r: _sync_with(mem, p, r), recovery=False)
+        except Unavailable as exc:
+            raise Unavailable(f"{exc}; {mem.store.outbox_depth()} change(s) stay queued and "
+                              "will be sent at the next sync") from None
+    _emit(ctx, report, lambda: click.echo(
+        f"pushed {report.pushed_facts} fact(s)"
+        f"{' + critical state' if report.state_pushed else ''}, pulled {report.pulled_facts} "
+        f"fact(s){', merged with another device' if report.merged else ''}; remote version "
+        f"{report.remote_version}; {report.requests} request(s); outbox {report.outbox_depth}"))
+
+
+def _sync_with(mem, passphrase, recovery_key):
+    if passphrase or recovery_key:
+        remote = mem.open_remote(passphrase, recovery_key)
+        try:
+            return mem.sync(remote=remote)
+        finally:
+            remote.close()
+    return mem.sync()
+
+
+@cli.command("sync-critical", hidden=True)
+@click.pass_context
+def sync_critical(ctx: click.Context) -> None:
+    """The original skill's name for `sync`."""
+    ctx.invoke(sync, status=False)
+
+
+# -- restore ---------------------------------------------------------------------------------
+
+@cli.command()
+@click.option("--full", is_flag=True, help="Also mirror the whole cold archive (resumable).")
+@click.option("--force", is_flag=True, help="Replace a non-empty local memory.")
+@click.option("--recovery-key", "use_recovery", is_flag=True,
+              help="Unlock with the recovery key (prompted, or EVOCLAW_RECOVERY_KEY).")
+@common_options
+@click.pass_context
+def restore(ctx: click.Context, full: bool, force: bool, use_recovery: bool) -> None:
+    """Rebuild this device's memory (hot, tree, MEMORY.md, warm facts) from the cloud."""
+    with _memory(ctx) as mem:
+        bar = _ProgressBar(enabled=sys.stderr.isatty() and not ctx.obj.json)
+
+        def run(passphrase, recovery_key):
+            if use_recovery and not recovery_key:
+                recovery_key = os.environ.get("EVOCLAW_RECOVERY_KEY") or (
+                    _ask_secret("Recovery key") if _interactive() else None)
+            return mem.restore(full=full, force=force, progress=bar.update,
+                               passphrase=passphrase, recovery_key=recovery_key)
+
+        try:
+            report = _with_secret(run, recovery=use_recovery)
+        finally:
+            bar.close()
+        rejected = list(getattr(report, "rejected", []) or [])
+    _emit(ctx, report, lambda: click.echo(
+        f"restored agent {report.agent_id}: remote version {report.remote_version}, "
+        f"{report.warm_facts} warm fact(s), {report.archive_facts} in the archive"
+        f"{f', {report.mirrored_facts} mirrored' if full else ''} in {report.seconds:.2f} s"
+        + (f"; {len(rejected)} damaged row(s) skipped" if rejected else "")))
+    for line in rejected:
+        click.echo(f"warning: {line}", err=True)
+
+
+class _ProgressBar:
+    """A progress bar on stderr while restore works (only on a terminal)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._bar: Any = None
+        self._shown = 0
+
+    def update(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        if self._bar is None:
+            self._bar = click.progressbar(length=total, label="restoring", file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.label = stage
+        step = max(0, min(done, total) - self._shown)
+        self._bar.update(step)
+        self._shown += step
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
+# -- cold ------------------------------------------------------------------------------------
+
+@cli.command()
+@click.option("--init", "init_", is_flag=True, help="Create or migrate the cloud tables.")
+@click.option("--query", "query", default=None, metavar="TEXT",
+              help="Archive facts containing TEXT (newest first).")
+@click.option("--category", default=None, metavar="PATH", help="Only this category and below.")
+@click.option("--limit", "-n", type=click.IntRange(1, 1000), default=20, show_default=True)
+@common_options
+@click.pass_context
+def cold(ctx: click.Context, init_: bool, query: Optional[str], category: Optional[str],
+         limit: int) -> None:
+    """The cold archive in the cloud: --init its schema, --query it."""
+    if not init_ and query is None and category is None:
+        raise click.UsageError("use --init, or --query TEXT and/or --category PATH")
+    with _memory(ctx) as mem:
+        if init_:
+            from .cloud.remote import open_remote
+            from pathlib import Path
+            with open_remote(mem.config.cloud_url, mem.config.cloud_token,
+                             Path(mem.config.home) / "cloud.db") as remote:
+                version = remote.ensure_schema()
+                label = remote.label
+            _emit(ctx, {"schema_version": version, "cloud": label},
+                  lambda: click.echo(f"cloud schema at version {version} ({label})"))
+            return
+        facts = _with_secret(lambda p, r: _cold_query(mem, query, category, limit, p, r),
+                             recovery=False)
+    _emit(ctx, facts, lambda: click.echo("\n".join(_fact_line(f) for f in facts)
+                                         or "(nothing found)"))
+
+
+def _cold_query(mem, text, category, limit, passphrase, recovery_key):
+    if passphrase or recovery_key:
+        with mem.open_remote(passphrase, recovery_key) as remote:
+            return mem.cold_query(text=text, category=category, limit=limit, remote=remote)
+    return mem.cold_query(text=text, category=category, limit=limit)
+
+
+# -- devices ---------------------------------------------------------------------------------
+
+@cli.group("devices")
+def devices_group() -> None:
+    """Devices serving this agent: list them, revoke a lost or stolen one."""
+
+
+@devices_group.command("list")
+@common_options
+@click.pass_context
+def devices_list(ctx: click.Context) -> None:
+    """List registered devices (this one is marked with *)."""
+    with _memory(ctx) as mem:
+        rows = mem.devices()
+        me = mem.sync_status()["device_id"]
+
+    def human() -> None:
+        if not rows:
+            click.echo("(no device has synced yet)")
+        for d in rows:
+            mark = "*" if d.device_id == me else " "
+            state = f"REVOKED {_when(d.revoked_at)}" if d.revoked_at else f"last seen {_when(d.last_seen)}"
+            click.echo(f"{mark} {d.device_id}  {d.name or '-'}  {state}")
+    _emit(ctx, rows, human)
+
+
+@devices_group.command("revoke")
+@click.argument("device_id")
+@common_options
+@click.pass_context
+def devices_revoke(ctx: click.Context, device_id: str) -> None:
+    """Revoke a device: it wipes its local memory at its next sync and can push nothing."""
+    from .errors import NotFoundError
+    with _memory(ctx) as mem:
+        if not mem.revoke_device(device_id):
+            raise NotFoundError(f"no active device {device_id!r} for agent {mem.agent_id}")
+    _emit(ctx, {"revoked": device_id}, lambda: click.echo(f"revoked {device_id}"))
+
+
+# -- keys ------------------------------------------------------------------------------------
+
+@cli.group("key")
+def key_group() -> None:
+    """End-to-end encryption keys: init, change-passphrase, rotate."""
+
+
+def _new_passphrase() -> str:
+    value = os.environ.get("EVOCLAW_NEW_PASSPHRASE") or os.environ.get("EVOCLAW_PASSPHRASE")
+    if value:
+        return value
+    if not _interactive():
+        from .errors import CryptoError
+        raise CryptoError("no passphrase: set EVOCLAW_PASSPHRASE (or run on a terminal to be "
+                          "asked); never pass it as a flag")
+    return _ask_secret("New passphrase", confirm=True)
+
+
+@key_group.command("init")
+@common_options
+@click.pass_context
+def key_init(ctx: click.Context) -> None:
+    """Set up end-to-end encryption; prints the recovery key ONCE (write it down)."""
+    with _memory(ctx) as mem:
+        recovery = mem.init_encryption(_new_passphrase())
+    _emit(ctx, {"recovery_key": recovery}, lambda: click.echo(
+        "End-to-end encryption is on. Your recovery key (shown only now; keep it offline):\n\n"
+        f"    {recovery}\n\nWith it, or your passphrase, a new device can restore this memory."))
+
+
+@key_group.command("change-passphrase")
+@common_options
+@click.pass_context
+def key_change_passphrase(ctx: click.Context) -> None:
+    """Rewrap the keys under a new passphrase (nothing is re-encrypted)."""
+    current = os.environ.get("EVOCLAW_PASSPHRASE") or (
+        _ask_secret("Current passphrase") if _interactive() else None)
+    new = os.environ.get("EVOCLAW_NEW_PASSPHRASE") or (
+        _ask_secret("New passphrase", confirm=True) if _interactive() else None)
+    if not current or not new:
+        from .errors import CryptoError
+        raise CryptoError("set EVOCLAW_PASSPHRASE (current) and EVOCLAW_NEW_PASSPHRASE, or run "
+                          "on a terminal to be asked")
+    with _memory(ctx) as mem:
+        mem.change_passphrase(current, new)
+    _emit(ctx, {"changed": True}, lambda: click.echo("passphrase changed"))
+
+
+@key_group.command("rotate")
+@common_options
+@click.pass_context
+def key_rotate(ctx: click.Context) -> None:
+    """Start using a new data key; everything is re-encrypted in the background by sync."""
+    with _memory(ctx) as mem:
+        key_id = _with_secret(lambda p, r: mem.rotate_key(p, r), recovery=False)
+        depth = mem.store.outbox_depth()
+    _emit(ctx, {"key_id": key_id, "outbox_depth": depth}, lambda: click.echo(
+        f"new data key {key_id}; re-encryption queued ({depth} outbox entries): run sync"))
