@@ -119,7 +119,7 @@ def config_file(home: Path) -> Path:
     return home / "config.toml"
 
 
-def _read_file(path: Path) -> dict[str, Any]:
+def _read_file(path: Path, required: bool = False) -> dict[str, Any]:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
@@ -127,6 +127,8 @@ def _read_file(path: Path) -> dict[str, Any]:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
+        if required:
+            raise ConfigError(f"config file {path} does not exist") from None
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
@@ -157,7 +159,8 @@ def load_config(home: Optional[Path | str] = None, agent_id: Optional[str] = Non
     home_path = Path(home).expanduser() if home else (
         Path(env["EVOCLAW_HOME"]).expanduser() if env.get("EVOCLAW_HOME")
         else Path.home() / ".evoclaw")
-    values: dict[str, Any] = _read_file(config_path or config_file(home_path))
+    values: dict[str, Any] = (_read_file(Path(config_path), required=True) if config_path
+                              else _read_file(config_file(home_path)))
     for var, field in ENV_VARS.items():
         if env.get(var):
             values[field] = env[var]

@@ -333,7 +333,7 @@ class Memory:
     def update_hot(self, key: str, value: Any) -> HotState:
         """Apply one hot-memory update (identity, owner_profile, lesson, event, task, project,
         complete_task); value is a dict or a JSON string. Re-renders MEMORY.md."""
-        if isinstance(value, str) and key != "complete_task":
+        if isinstance(value, str) and (key != "complete_task" or value.lstrip().startswith("{")):
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as exc:
