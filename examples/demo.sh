@@ -28,5 +28,16 @@ em tree
 em hot
 em context "dentist appointment"
 em metrics
+
+echo; echo "== sync: push everything to the archive (here the embedded default, \$EVOCLAW_HOME/cloud.db)"
+em sync
+em sync --status
+echo; echo "== the device is lost: a new device restores the agent from that archive"
+NEW_DEVICE="$EVOCLAW_HOME/../.demo-new-device"
+rm -rf "$NEW_DEVICE"
+echo "\$ TURSO_DATABASE_URL=\$EVOCLAW_HOME/cloud.db evoclaw-memory --home $NEW_DEVICE restore"
+TURSO_DATABASE_URL="$EVOCLAW_HOME/cloud.db" .venv/bin/evoclaw-memory --home "$NEW_DEVICE" restore
+echo "\$ evoclaw-memory --home $NEW_DEVICE retrieve 'what is the dog allergic to'"
+TURSO_DATABASE_URL="$EVOCLAW_HOME/cloud.db" .venv/bin/evoclaw-memory --home "$NEW_DEVICE" retrieve "what is the dog allergic to"
 echo
 echo "== done. MEMORY.md was written to $EVOCLAW_HOME/agents/default/workspace/MEMORY.md"
