@@ -126,9 +126,9 @@ class Memory:
                                access_boost=self.config.access_boost):
                 fact.tier = "cold"
             self._insert(fact, key, now, op="remember")
-            if fact.tier == "warm":
-                self._evict_over_cap(now)
-        return self.store.get_fact(fact.id) or fact
+            if fact.tier == "warm" and fact.id in self._evict_over_cap(now):
+                fact.tier = "cold"
+        return fact
 
     def _check_text(self, text: str) -> str:
         if not isinstance(text, str):
@@ -166,6 +166,8 @@ class Memory:
 
     def _ensure_category(self, category: str, now: float) -> str:
         """The category to file under: `category`, created if needed (rebalancing a full tree)."""
+        if self.store.has_node(category):
+            return category
         nodes = self.store.tree_nodes()
         if category in {n.path for n in nodes}:
             return category
@@ -441,14 +443,14 @@ class Memory:
             (reinforced if before is not None else added).append(fact)
         return {"added": added, "reinforced": reinforced}
 
-    def end_conversation(self, messages: Union[str, list[dict]]) -> dict[str, Any]:
-        """Distill a finished conversation, store its facts, re-render MEMORY.md."""
-        result = self.distill(messages)
-        stored = self.store_drafts(result["facts"])
-        self.write_memory_md()
-        return {"summary": result["summary"], "record": result["record"],
-                "added": stored["added"], "reinforced": stored["reinforced"],
-                "outbox_depth": self.store.outbox_depth()}
+    def end_conversation(self, messages: Union[str, list[dict]], *, sync: Optional[bool] = None,
+                         consolidate: Optional[bool] = None, remote=None) -> dict[str, Any]:
+        """The end of a conversation, in one call: distill (LLM or rules) -> store facts ->
+        hot updates -> MEMORY.md -> quick consolidation when due (4 h) -> push when a cloud is
+        configured (offline: queued). Returns a report (see lifecycle.end_conversation)."""
+        from .lifecycle import end_conversation
+        return end_conversation(self, messages, sync=sync, consolidate=consolidate,
+                                remote=remote)
 
     def ingest_daily(self, days: int = 2, workspace: Optional[Path] = None) -> dict[str, int]:
         """Store the facts of the last `days` daily notes (memory/YYYY-MM-DD*.md)."""

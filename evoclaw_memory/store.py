@@ -256,6 +256,9 @@ class LocalStore:
                     "SELECT path, description, warm_count, cold_count, last_access, created_at "
                     "FROM tree_nodes ORDER BY path")]
 
+    def has_node(self, path: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM tree_nodes WHERE path = ?", (path,)).fetchone() is not None
+
     def upsert_node(self, node: TreeNode) -> None:
         self.conn.execute(
             "INSERT INTO tree_nodes (path, description, warm_count, cold_count, last_access, "

@@ -9,6 +9,7 @@ porter stemming and real BM25 for spaced languages in the same index.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -71,6 +72,13 @@ def stem(word: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Lower-cased, stemmed search tokens of any text: words, and bigrams for CJK runs."""
+    return list(_tokens(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _tokens(text: str) -> tuple[str, ...]:
+    # Cached: remember() tokenises a text for its key and its index entry, and retrieval
+    # re-tokenises the same candidate facts query after query.
     out: list[str] = []
     for match in _WORD.finditer(unicodedata.normalize("NFKC", text).lower()):
         word = match.group(0)
@@ -83,7 +91,7 @@ def tokens(text: str) -> list[str]:
                     out.append(stem(part))
             for run in _CJK_RUN.findall(word):
                 out.extend(cjk_bigrams(run))
-    return out
+    return tuple(out)
 
 
 def query_terms(text: str) -> list[str]:
