@@ -1,0 +1,269 @@
+"""The background service for an always-on device (`evoclaw-memory serve`).
+
+One loop, one agent, one line of log per action:
+- sync on a heartbeat (default 60 s): push the outbox, pull other devices' changes;
+- offline, retry with a growing delay (5 s, 10 s, ... up to the heartbeat), so the outbox
+  drains soon after the network returns;
+- consolidate on schedule: quick every 4 h, daily after local midnight, monthly after the
+  1st of the month (a bigger mode includes the smaller ones; a run missed while the device
+  was off happens at the next start);
+- SIGTERM / SIGINT stop it between actions: what is running finishes (each step is one local
+  transaction), queued work stays in the outbox (a last push is tried when online), exit 0.
+A revoked device stops at once (its memory has been wiped) with a non-zero status.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import signal
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from .errors import DeviceRevoked
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+HEARTBEAT = 60.0
+QUICK_EVERY = 4 * 3600.0
+RETRY_MIN = 5.0
+MIN_WAIT = 0.05
+log = logging.getLogger("evoclaw_memory.service")
+
+
+def local_date(ts: float) -> dt.date:
+    return dt.datetime.fromtimestamp(ts).date()
+
+
+def next_local_midnight(ts: float) -> float:
+    """The epoch time of the next local midnight after `ts`."""
+    tomorrow = local_date(ts) + dt.timedelta(days=1)
+    return dt.datetime.combine(tomorrow, dt.time(0)).timestamp()
+
+
+def due_mode(now: float, last: dict[str, Optional[float]], started: float,
+             quick_every: float = QUICK_EVERY) -> Optional[str]:
+    """The consolidation to run now, if any: the biggest one due (pure).
+
+    `last[mode]` is when that mode or a bigger one last ran (None: never). Daily and monthly
+    that never ran count from `started`, so a first start does not run them at once."""
+    monthly = last.get("monthly") or started
+    if (local_date(now).year, local_date(now).month) > \
+            (local_date(monthly).year, local_date(monthly).month):
+        return "monthly"
+    daily = last.get("daily") or started
+    if local_date(now) > local_date(daily):
+        return "daily"
+    quick = last.get("quick")
+    if quick is None or now - quick >= quick_every:
+        return "quick"
+    return None
+
+
+class Service:
+    """Keeps one agent's memory synced and consolidated until told to stop."""
+
+    def __init__(self, mem: "Memory", *, heartbeat: float = HEARTBEAT,
+                 quick_every: float = QUICK_EVERY, consolidate: bool = True, sync: bool = True,
+                 retry_min: float = RETRY_MIN, clock: Callable[[], float] = time.time,
+                 logger: logging.Logger = log):
+        if heartbeat <= 0 or quick_every <= 0 or retry_min <= 0:
+            from .errors import ValidationError
+            raise ValidationError("heartbeat, quick interval and retry delay must be positive")
+        self.mem = mem
+        self.heartbeat = float(heartbeat)
+        self.quick_every = float(quick_every)
+        self.consolidate_on = consolidate
+        self.sync_on = sync
+        self.retry_min = min(float(retry_min), self.heartbeat)
+        self.clock = clock
+        self.log = logger
+        self.stop_event = threading.Event()
+        self.stop_reason = ""
+        self.started = clock()
+        self.next_sync = self.started
+        self.backoff: Optional[float] = None
+        self.offline_attempts = 0
+        self.failed: dict[str, float] = {}     # mode -> when it last failed (not retried at once)
+        self.actions: list[str] = []           # what each round did, for tests and --once
+
+    # -- one round ---------------------------------------------------------------------------
+
+    def last_runs(self) -> dict[str, Optional[float]]:
+        from .lifecycle import last_consolidation
+        runs = {}
+        for mode in ("quick", "daily", "monthly"):
+            # A failed mode waits for its next slot; the smaller modes still run on theirs.
+            stamps = [s for s in (last_consolidation(self.mem, mode), self.failed.get(mode))
+                      if s is not None]
+            runs[mode] = max(stamps) if stamps else None
+        return runs
+
+    def tick(self) -> None:
+        """Do what is due now: a consolidation, then a sync."""
+        now = self.clock()
+        if self.consolidate_on:
+            mode = due_mode(now, self.last_runs(), self.started, self.quick_every)
+            if mode is not None:
+                self.consolidate(mode)
+        if self.sync_on and self.clock() >= self.next_sync:
+            self.sync()
+
+    def consolidate(self, mode: str) -> None:
+        started = time.perf_counter()
+        try:
+            report = self.mem.consolidate(mode)
+        except DeviceRevoked:
+            raise
+        except Exception as exc:    # noqa: BLE001 - the service logs and goes on
+            self.failed[mode] = self.clock()
+            self._say(f"consolidate {mode}: failed: {_one_line(exc)}", logging.ERROR)
+            return
+        counts = ", ".join(f"{k} {v}" for k, v in report.items()
+                           if isinstance(v, int) and not isinstance(v, bool))
+        self._say(f"consolidate {mode}: {counts or 'done'} "
+                  f"({time.perf_counter() - started:.2f} s)")
+
+    def sync(self) -> bool:
+        """Push and pull once; schedules the next try (heartbeat, or backoff when offline)."""
+        from .lifecycle import push
+        result = push(self.mem)                 # DeviceRevoked propagates
+        now = self.clock()
+        if result["status"] == "pushed":
+            report = result["report"]
+            back = f"network back after {self.offline_attempts} failed attempt(s); " \
+                if self.offline_attempts else ""
+            self._say(f"sync: {back}pushed {report.pushed_facts} fact(s)"
+                      f"{' + critical state' if report.state_pushed else ''}, pulled "
+                      f"{report.pulled_facts}{', merged' if report.merged else ''}; outbox "
+                      f"{report.outbox_depth} ({report.seconds:.2f} s)")
+            self.backoff = None
+            self.offline_attempts = 0
+            self.next_sync = now + self.heartbeat
+            return True
+        self.offline_attempts += 1
+        self.backoff = min(self.heartbeat, self.backoff * 2 if self.backoff else self.retry_min)
+        self.next_sync = now + self.backoff
+        what = "offline" if result["status"] == "queued" else "failed"
+        self._say(f"sync: {what}: {_one_line(result['detail'])}; {result['outbox_depth']} "
+                  f"change(s) queued; retry in {self.backoff:g} s",
+                  logging.WARNING if what == "offline" else logging.ERROR)
+        return False
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def next_wake(self) -> float:
+        """Seconds until something may be due (bounded by the heartbeat)."""
+        now = self.clock()
+        times = [now + self.heartbeat]
+        if self.sync_on:
+            times.append(self.next_sync)
+        if self.consolidate_on:
+            quick = self.last_runs()["quick"]
+            times.append(now if quick is None else quick + self.quick_every)
+            times.append(next_local_midnight(now) + 1)
+        return max(MIN_WAIT, min(times) - now)
+
+    def run(self, once: bool = False) -> int:
+        """Loop until stop() (or one round with `once`); returns the exit status."""
+        from .lifecycle import last_consolidation
+        mem = self.mem
+        self._say(f"started: agent {mem.agent_id}, cloud {_cloud_label(mem)}, heartbeat "
+                  f"{self.heartbeat:g} s, quick consolidation every {self.quick_every:g} s"
+                  f"{'' if self.consolidate_on else ' (consolidation off)'}"
+                  f"{'' if self.sync_on else ' (sync off)'}; outbox "
+                  f"{mem.store.outbox_depth()}; last quick "
+                  f"{_ago(last_consolidation(mem, 'quick'), self.clock())}")
+        try:
+            while not self.stop_event.is_set():
+                self.tick()
+                if once:
+                    break
+                self.stop_event.wait(self.next_wake())
+        except DeviceRevoked as exc:
+            self._say(f"stopped: {_one_line(exc)}", logging.CRITICAL)
+            return DeviceRevoked.exit_code
+        depth = mem.store.outbox_depth()
+        if self.sync_on and depth and self.backoff is None and not once:
+            self._say(f"stopping: last push of {depth} queued change(s)")
+            try:
+                self.sync()
+            except DeviceRevoked as exc:
+                self._say(f"stopped: {_one_line(exc)}", logging.CRITICAL)
+                return DeviceRevoked.exit_code
+            depth = mem.store.outbox_depth()
+        self._say(f"stopped{f' on {self.stop_reason}' if self.stop_reason else ''}; outbox "
+                  f"{depth} change(s) queued" + (" for the next start" if depth else ""))
+        return 0
+
+    def stop(self, reason: str = "") -> None:
+        self.stop_reason = self.stop_reason or reason
+        self.stop_event.set()
+
+    def install_signal_handlers(self) -> Callable[[], None]:
+        """Stop cleanly on SIGTERM / SIGINT; returns a function restoring the old handlers."""
+        previous: dict[int, Any] = {}
+
+        def handler(signum: int, _frame: Any) -> None:
+            self.stop(signal.Signals(signum).name)
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, handler)
+
+        def restore() -> None:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+        return restore
+
+    def _say(self, message: str, level: int = logging.INFO) -> None:
+        self.actions.append(message)
+        self.log.log(level, message)
+
+
+def run_service(mem: "Memory", once: bool = False, **options: Any) -> int:
+    """Run the service in the foreground with signal handling; returns the exit status."""
+    service = Service(mem, **options)
+    restore = service.install_signal_handlers()
+    try:
+        return service.run(once=once)
+    finally:
+        restore()
+
+
+def configure_logging(agent_id: str, level: int = logging.INFO) -> None:
+    """One line per action on stderr (journald adds its own timestamps; we keep ours too)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter(
+        f"%(asctime)s evoclaw-memory[{agent_id}] %(levelname)s %(message)s",
+        "%Y-%m-%dT%H:%M:%S%z"))
+    log.handlers[:] = [handler]
+    log.setLevel(level)
+    log.propagate = False
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _ago(ts: Optional[float], now: float) -> str:
+    if ts is None:
+        return "never"
+    seconds = max(0.0, now - ts)
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago"
+    return f"{seconds / 3600:.1f} h ago"
+
+
+def _cloud_label(mem: "Memory") -> str:
+    from urllib.parse import urlsplit
+    url = mem.config.cloud_url
+    if not url:
+        return "embedded default file"
+    if "://" in url and not url.startswith("file:"):
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return "file"

@@ -1,0 +1,137 @@
+"""The MCP server through a real MCP client session over stdio (the `mcp` package's client).
+
+The server is the installed `evoclaw-memory mcp` command in a subprocess, exactly as a desktop
+MCP host starts it; nothing here calls the tool functions directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from evoclaw_memory import Memory
+
+
+def script() -> str:
+    found = Path(sys.executable).parent / "evoclaw-memory"
+    return str(found) if found.exists() else (shutil.which("evoclaw-memory") or "evoclaw-memory")
+
+
+def is_error(result) -> bool:
+    return bool(getattr(result, "is_error", getattr(result, "isError", False)))
+
+
+def text_of(result) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def data_of(result) -> dict:
+    """A tool's structured result (or its JSON text, for SDKs without structured output)."""
+    assert not is_error(result), text_of(result)
+    structured = getattr(result, "structured_content", getattr(result, "structuredContent", None))
+    return structured if structured is not None else json.loads(text_of(result))
+
+
+def resource_text(result) -> str:
+    return "".join(getattr(c, "text", "") for c in result.contents)
+
+
+def run_session(home: Path, agent: str, body, timeout: float = 60.0):
+    params = StdioServerParameters(command=script(), args=["mcp", "--agent-id", agent],
+                                   env={"EVOCLAW_HOME": str(home), "EVOCLAW_ENCRYPTION": "off"})
+
+    async def main():
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await body(session)
+
+    return asyncio.run(asyncio.wait_for(main(), timeout))
+
+
+def test_tools_and_resources_over_a_real_stdio_session(home):
+    async def body(session):
+        tools = {t.name for t in (await session.list_tools()).tools}
+        assert {"get_context", "retrieve", "remember", "end_conversation", "update_hot",
+                "show_tree", "sync", "sync_status"} <= tools
+
+        stored = data_of(await session.call_tool(
+            "remember", {"text": "Biscuit the beagle is allergic to chicken",
+                         "category": "home/pets/biscuit", "importance": 0.8,
+                         "urls": ["https://vet.example/biscuit"]}))
+        assert stored["status"] == "stored" and stored["fact"]["category"] == "home/pets/biscuit"
+        again = data_of(await session.call_tool(
+            "remember", {"text": "Biscuit the beagle is allergic to chicken"}))
+        assert again["status"] == "reinforced" and again["id"] == stored["id"]
+
+        found = data_of(await session.call_tool("retrieve", {"query": "what is the dog "
+                                                             "allergic to", "limit": 3}))
+        assert found["results"][0]["id"] == stored["id"]
+        assert found["results"][0]["method"] in ("keyword-tree", "fts-warm", "llm-tree")
+
+        hot = data_of(await session.call_tool("update_hot", {
+            "key": "identity", "value": {"agent_name": "Claw", "owner_name": "Sam"}}))
+        assert "Claw" in hot["memory_md"]
+        data_of(await session.call_tool("update_hot", {
+            "key": "lesson", "value": '{"text": "Never deploy on Fridays", "importance": 0.9}'}))
+
+        report = data_of(await session.call_tool("end_conversation", {"messages": [
+            {"role": "user", "content": "Remember that my dentist is Dr Okafor on Otley Road, "
+                                        "appointment on 12 December."},
+            {"role": "assistant", "content": "Noted."}]}))
+        assert report["counts"]["added"] >= 1
+        assert report["sync"]["status"] == "off"          # no cloud configured
+        assert report["bytes"]["memory_md"] > 0
+
+        context = text_of(await session.call_tool("get_context", {"query": "dentist"}))
+        assert "Okafor" in context and "Never deploy on Fridays" in context
+        tree = text_of(await session.call_tool("show_tree", {}))
+        assert "home/pets/biscuit" in tree
+
+        pushed = data_of(await session.call_tool("sync", {}))   # the embedded default cloud
+        assert pushed["status"] == "pushed" and pushed["outbox_depth"] == 0
+        status = data_of(await session.call_tool("sync_status", {}))
+        assert status["outbox_depth"] == 0 and status["last_push"]
+
+        bad = await session.call_tool("update_hot", {"key": "nonsense", "value": {}})
+        assert is_error(bad) and "unknown hot memory key" in text_of(bad)
+        assert "Traceback" not in text_of(bad)
+
+        uris = {str(r.uri) for r in (await session.list_resources()).resources}
+        assert {"evoclaw://memory/MEMORY.md", "evoclaw://memory/tree",
+                "evoclaw://memory/tree.json"} <= uris
+        md = resource_text(await session.read_resource("evoclaw://memory/MEMORY.md"))
+        assert "Claw" in md and "Never deploy on Fridays" in md
+        nodes = json.loads(resource_text(await session.read_resource(
+            "evoclaw://memory/tree.json")))
+        assert any(n["path"] == "home/pets/biscuit" and n["warm_count"] == 1 for n in nodes)
+        return stored["id"]
+
+    fact_id = run_session(home, "mcp-agent", body)
+    # What the session did is in the agent's real memory on disk.
+    with Memory.open("mcp-agent", home=home) as mem:
+        assert mem.get(fact_id).access_count >= 1
+        assert mem.hot.identity.agent_name == "Claw"
+        assert mem.config.memory_md_path.read_text().count("Claw") >= 1
+
+
+def test_mcp_command_without_the_extra_is_one_clear_error(home, tmp_path):
+    # A Python that cannot import `mcp` (a shadowing package that raises ImportError).
+    import os
+    import subprocess
+    shadow = tmp_path / "shadow" / "mcp"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('no mcp here')\n")
+    env = {**os.environ, "EVOCLAW_HOME": str(home),
+           "PYTHONPATH": str(tmp_path / "shadow")}
+    result = subprocess.run([script(), "mcp"], capture_output=True, text=True, env=env,
+                            timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("error: the MCP server needs the optional extra")
+    assert "Traceback" not in result.stderr
