@@ -1,0 +1,1 @@
+"""evoclaw-memory benchmarks: `python -m bench [AREA ...] [--quick]` (see bench/README.md)."""

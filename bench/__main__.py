@@ -1,0 +1,115 @@
+"""python -m bench [AREA ...] [--quick]
+
+Runs every benchmark area (or the ones named), prints one table per area with each figure
+beside its reference from the same run and PASS/FAIL next to each target, and writes
+bench/results/latest.json (quick.json with --quick; <area>[-quick].json when areas are
+named) and the PNG plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib
+import os
+import platform
+import sqlite3
+import subprocess
+import sys
+import time
+import traceback
+
+from .util import RESULTS, ROOT, AreaResult, Workspace, log, render_area, table, write_json
+
+AREAS = ["retrieval", "write", "sync", "restore", "offline", "footprint", "context", "quality"]
+
+
+def _meta(quick: bool, areas: list[str]) -> dict:
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, timeout=5).stdout.strip()
+        dirty = bool(subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"],
+                                    capture_output=True, text=True, timeout=5).stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = "", False
+    return {"mode": "quick" if quick else "full", "areas": areas,
+            "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
+            "platform": platform.platform(), "machine": platform.machine(),
+            "cpus": os.cpu_count(), "commit": commit + ("+dirty" if dirty else ""),
+            "loadavg_start": [round(x, 2) for x in os.getloadavg()]}
+
+
+def isolate_environment() -> None:
+    """Benchmarks measure the library's defaults: no cloud, LLM or home settings of the
+    caller's shell may reach the stores they open (the quality area only needs to know
+    whether an LLM was configured, to say it skipped it)."""
+    os.environ["EVOCLAW_BENCH_LLM_CONFIGURED"] = "1" if os.environ.get("EVOCLAW_LLM_BASE_URL") else ""
+    for key in list(os.environ):
+        if key.startswith("TURSO_") or (key.startswith("EVOCLAW_") and key not in
+                                         ("EVOCLAW_DEVSET", "EVOCLAW_BENCH_LLM_CONFIGURED")):
+            del os.environ[key]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument("areas", nargs="*", metavar="AREA",
+                   help=f"areas to run (default all): {', '.join(AREAS)}")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke mode: smaller sizes and fewer repetitions (< 3 min)")
+    args = p.parse_args(argv)
+    unknown = [a for a in args.areas if a not in AREAS]
+    if unknown:
+        p.error(f"unknown area(s) {', '.join(unknown)}; choose from {', '.join(AREAS)}")
+    areas = args.areas or AREAS
+    isolate_environment()
+    ws = Workspace(quick=args.quick)
+    meta = _meta(args.quick, areas)
+    results: list[AreaResult] = []
+    began = time.perf_counter()
+    try:
+        for name in areas:
+            log(f"== {name} ==")
+            module = importlib.import_module(f"bench.{name}")
+            t = time.perf_counter()
+            try:
+                res = module.run(ws)
+            except Exception as exc:            # one broken area must not hide the others
+                res = AreaResult(name, getattr(module, "TITLE", name))
+                res.error = f"{type(exc).__name__}: {exc}"
+                res.data["traceback"] = traceback.format_exc()
+                log(res.data["traceback"])
+            res.seconds = time.perf_counter() - t
+            results.append(res)
+            print(render_area(res) + "\n", flush=True)
+    finally:
+        ws.close()
+    total = time.perf_counter() - began
+    meta["seconds"] = round(total, 1)
+    meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+
+    targets = [(r.title.split(" ", 1)[0] + " " + row.metric, row) for r in results
+               for row in r.rows if row.status in ("PASS", "FAIL")]
+    print(f"## Targets ({meta['mode']} mode, {total / 60:.1f} min; load average at start "
+          f"{meta['loadavg_start'][0]}, at end {meta['loadavg_end'][0]} on {meta['cpus']} CPUs)\n")
+    from .util import Row
+    print(table([Row(name, row.value, row.reference, row.target, row.status)
+                 for name, row in targets]))
+    failed = [name for name, row in targets if row.status == "FAIL"]
+    errors = [r.area for r in results if r.error]
+    print(f"\n{len(targets) - len(failed)}/{len(targets)} targets met"
+          + (f"; FAIL: {', '.join(failed)}" if failed else "")
+          + (f"; areas with errors: {', '.join(errors)}" if errors else ""))
+
+    if args.areas:
+        name = "-".join(args.areas) + ("-quick" if args.quick else "")
+    else:
+        name = "quick" if args.quick else "latest"
+    out = RESULTS / f"{name}.json"
+    write_json(out, {"meta": meta, "areas": [r.to_json() for r in results]})
+    log(f"wrote {out.relative_to(ROOT)} ({total:.0f} s)")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

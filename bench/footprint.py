@@ -1,0 +1,145 @@
+"""Area 6 — footprint: CLI start-up, peak memory, installed size, bytes per fact.
+
+- Wall time of `evoclaw-memory --help` and `evoclaw-memory retrieve QUERY` (on a 100k-fact
+  store) as fresh processes, many runs, beside a bare `python -c pass` of the same
+  interpreter (the floor every Python CLI pays).
+- Peak RSS of one CLI `retrieve` over 100,000 facts, from a fresh wrapper process's
+  getrusage(RUSAGE_CHILDREN), beside the bare interpreter's.
+- Installed size: the package and the closure of its runtime dependencies (files listed in
+  each distribution's RECORD; the package itself counted from its source folder, as it is
+  installed editable here).
+- Database bytes per fact at 100k (memory.db after a WAL checkpoint) beside the raw JSON of
+  the same facts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from .data import Generator
+from .util import (AGENT, AreaResult, Workspace, clean_env, cli_path, db_path, human_bytes,
+                   log, p50_p95, peak_rss_kb, run_timed, stats, verdict)
+
+TITLE = "6. Footprint"
+STARTUP_TARGET = 0.250
+RSS_TARGET_MB = 60
+N_FACTS = 100_000
+
+
+def _startup(cmds: list[list[str]], env: dict, runs: int, warmup: int = 3) -> list[float]:
+    out = []
+    for i in range(runs + warmup):
+        elapsed, _ = run_timed(cmds[i % len(cmds)], env)
+        if i >= warmup:
+            out.append(elapsed)
+    return out
+
+
+def _requirement_closure(name: str) -> list[str]:
+    seen, todo = [], [name]
+    while todo:
+        dist_name = todo.pop()
+        key = re.sub(r"[-_.]+", "-", dist_name).lower()
+        if key in seen:
+            continue
+        try:
+            dist = metadata.distribution(dist_name)
+        except metadata.PackageNotFoundError:
+            continue
+        seen.append(key)
+        for req in dist.requires or []:
+            if "extra ==" in req:
+                continue
+            marker_ok = True
+            if ";" in req:
+                try:
+                    from packaging.markers import Marker  # type: ignore
+                    marker_ok = Marker(req.split(";", 1)[1]).evaluate()
+                except Exception:        # no packaging: count it if it is installed at all
+                    marker_ok = True
+            if marker_ok:
+                todo.append(re.split(r"[\s;<>=!~\[(]", req, maxsplit=1)[0])
+    return seen
+
+
+def _dist_size(key: str) -> int:
+    dist = metadata.distribution(key)
+    total = 0
+    for f in dist.files or []:
+        try:
+            p = Path(dist.locate_file(f))
+            if p.is_file():
+                total += p.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
+def installed_sizes() -> dict[str, int]:
+    sizes = {}
+    for key in _requirement_closure("evoclaw-memory"):
+        sizes[key] = _dist_size(key)
+    import evoclaw_memory
+    pkg = Path(evoclaw_memory.__file__).parent
+    src = sum(p.stat().st_size for p in pkg.rglob("*") if p.is_file()
+              and "__pycache__" not in p.parts)
+    sizes["evoclaw-memory"] = max(sizes.get("evoclaw-memory", 0), src)
+    return sizes
+
+
+def run(ws: Workspace) -> AreaResult:
+    res = AreaResult("footprint", TITLE)
+    runs = 20 if ws.quick else 60
+    exe = cli_path()
+    home = ws.copy_store(N_FACTS)
+    env = clean_env(home)
+    queries = Generator(7).queries(runs + 10)
+
+    log("footprint: start-up times")
+    floor = _startup([[sys.executable, "-c", "pass"]], env, runs)
+    helps = _startup([[exe, "--help"]], env, runs)
+    rets = _startup([[exe, "--agent-id", AGENT, "retrieve", q] for q in queries], env, runs)
+    fl, hp, rt = stats(floor), stats(helps), stats(rets)
+    res.data["startup"] = {"python_pass": fl, "help": hp, "retrieve_100k": rt, "runs": runs}
+    res.add("`evoclaw-memory --help` p50 / p95", p50_p95(hp), f"`python -c pass` {p50_p95(fl)}",
+            "< 250 ms", verdict(hp["p95"] < STARTUP_TARGET))
+    res.add("`evoclaw-memory retrieve QUERY` @100k p50 / p95", p50_p95(rt),
+            f"`python -c pass` {p50_p95(fl)}", "< 250 ms", verdict(rt["p95"] < STARTUP_TARGET))
+
+    log("footprint: peak RSS")
+    rss = [peak_rss_kb([exe, "--agent-id", AGENT, "retrieve", q], env) for q in queries[:5]]
+    rss_floor = peak_rss_kb([sys.executable, "-c", "pass"], env)
+    rss_help = peak_rss_kb([exe, "--help"], env)
+    peak_mb = max(rss) / 1024
+    res.data["rss_kb"] = {"retrieve_100k": rss, "python_pass": rss_floor, "help": rss_help}
+    res.add("peak RSS, CLI `retrieve` @100k (max of 5)", f"{peak_mb:.1f} MB",
+            f"`python -c pass` {rss_floor / 1024:.1f} MB; `--help` {rss_help / 1024:.1f} MB",
+            "< 60 MB", verdict(peak_mb < RSS_TARGET_MB))
+
+    log("footprint: installed size, bytes per fact")
+    sizes = installed_sizes()
+    total = sum(sizes.values())
+    top = sorted(sizes.items(), key=lambda kv: -kv[1])
+    res.data["installed_bytes"] = sizes
+    res.add("installed size, package + runtime deps", human_bytes(total),
+            "; ".join(f"{k} {human_bytes(v)}" for k, v in top[:4]) + f" … ({len(sizes)} dists)")
+    db = db_path(home)
+    db_bytes = db.stat().st_size + sum(p.stat().st_size for p in db.parent.glob("memory.db-*"))
+    gen = ws.generated(N_FACTS)
+    raw = len(json.dumps([{"id": g.id, "text": g.text, "category": g.category,
+                           "importance": g.importance, "age_days": g.age_days,
+                           "metadata": {"urls": g.urls, "commands": g.commands, "paths": g.paths}}
+                          for g in gen], ensure_ascii=False).encode())
+    text_bytes = sum(len(g.text.encode()) for g in gen)
+    res.data["db"] = {"bytes": db_bytes, "facts": N_FACTS, "raw_json_bytes": raw,
+                      "text_bytes": text_bytes}
+    res.add("database bytes per fact @100k", f"{db_bytes / N_FACTS:,.0f} B",
+            f"raw JSON {raw / N_FACTS:,.0f} B/fact; text alone {text_bytes / N_FACTS:,.0f} B/fact "
+            f"({db_bytes / 1024 ** 2:.0f} MB total)")
+    res.notes.append(f"Start-up: {runs} runs each after 3 warm-up, fresh processes, wall clock; "
+                     "retrieve runs use a different query each time on a copy of the 100k store.")
+    return res

@@ -1,0 +1,108 @@
+"""Area 3 — cloud sync against a real sqld (sync/launcher.py) on loopback with JWT auth.
+
+The post-conversation push: 10 new facts remembered and one hot-memory change (so the
+critical state is pushed too), then `Memory.sync()`; only the sync is timed. Beside it, a
+bare `SELECT 1` round trip to the same server through the same client. Requests per sync
+are the HranaClient's pipeline_count delta; bytes are request bodies sent and response
+bytes received (gzip, as on the wire).
+"""
+
+from __future__ import annotations
+
+import time
+
+from evoclaw_memory.cloud.remote import encode_state
+from evoclaw_memory.cloud.sql import Stmt
+
+from .data import Generator, build_tree
+from .util import (AreaResult, Cloud, Workspace, human_bytes, log, memory, p50_p95, stats,
+                   verdict)
+
+TITLE = "3. Sync (real sqld, loopback, JWT)"
+
+
+def run(ws: Workspace) -> AreaResult:
+    res = AreaResult("sync", TITLE)
+    rounds = 40 if ws.quick else 150
+    pings_per_round = 3
+    warmup = 5
+    gen = Generator(55)
+    with Cloud(ws) as cloud:
+        url = cloud.new_db("sync")
+        remote = cloud.remote(url)
+        client = remote.sql
+        remote.ensure_schema()
+        home = ws.new_home("sync")
+        with memory(home) as mem:
+            build_tree(mem)
+            for k, v in gen.hot_updates():
+                mem.update_hot(k, v)
+            seen: set = set()
+            for g in gen.unique_facts(1_000, max_age_days=365, seen=seen):   # history, pushed once
+                mem.remember(g.text, category=g.category, importance=g.importance,
+                             created_at=time.time() - g.age_days * 86_400)
+            first = mem.sync(remote=remote)
+            log(f"sync: initial push of {first.pushed_facts} facts in {first.requests} requests")
+            push_s, reqs, sent, recv, pushed, state_pushed, state_bytes = [], [], [], [], [], [], []
+            ping: list[float] = []
+            txn: list[float] = []
+            # What any write costs on this server: a one-row write transaction in one request.
+            client.execute("CREATE TABLE IF NOT EXISTS bench_probe (k INTEGER PRIMARY KEY, v TEXT)")
+            for i in range(rounds + warmup):
+                for g in gen.unique_facts(10, max_age_days=1, seen=seen):
+                    mem.remember(g.text, category=g.category, importance=g.importance)
+                mem.update_hot("event", {"text": gen._fill("Talked about {topic} with {colleague}")})
+                # Interleaved with the pushes, so all three see the same machine and server.
+                for _ in range(pings_per_round):
+                    t = time.perf_counter()
+                    client.execute("SELECT 1")
+                    if i >= warmup:
+                        ping.append(time.perf_counter() - t)
+                c0, s0, r0 = client.pipeline_count, client.bytes_sent, client.bytes_received
+                t = time.perf_counter()
+                report = mem.sync(remote=remote)
+                elapsed = time.perf_counter() - t
+                if i >= warmup:
+                    push_s.append(elapsed)
+                    reqs.append(client.pipeline_count - c0)
+                    sent.append(client.bytes_sent - s0)
+                    recv.append(client.bytes_received - r0)
+                    pushed.append(report.pushed_facts)
+                    state_pushed.append(report.state_pushed)
+                    state_bytes.append(len(encode_state(mem.critical_state()).encode()))
+                t = time.perf_counter()
+                client.transaction([Stmt("INSERT OR REPLACE INTO bench_probe VALUES (?, ?)",
+                                         (i % 10, "x"))])
+                if i >= warmup:
+                    txn.append(time.perf_counter() - t)
+            depth = mem.store.outbox_depth()
+        cloud_rows = client.execute("SELECT COUNT(*) FROM cold_memories").rows[0][0]
+        remote.close()
+    push, sel, wtx = stats(push_s), stats(ping), stats(txn)
+    ratio = push["p95"] / sel["p95"]
+    res.data.update({"push": push, "select1": sel, "write_txn": wtx, "state_bytes": state_bytes,
+                     "requests": reqs, "bytes_sent": sent, "bytes_received": recv, "facts_per_push": pushed,
+                     "state_pushed_every_time": all(state_pushed), "outbox_after": depth,
+                     "cloud_rows": cloud_rows, "rounds": rounds})
+    res.add("post-conversation push p50 / p95 (10 facts + state)", p50_p95(push),
+            f"SELECT 1 {p50_p95(sel)}", "p95 < 3× SELECT 1 p95",
+            verdict(ratio < 3.0))
+    res.add("push p95 ÷ SELECT 1 p95", f"{ratio:.2f}×", "", "< 3×", verdict(ratio < 3.0))
+    res.add("one-row write transaction p50 / p95 (same client)", p50_p95(wtx),
+            f"push p95 ÷ this p95: {push['p95'] / wtx['p95']:.2f}×")
+    one = min(reqs) == max(reqs) == 1
+    res.add("HTTP requests per sync", f"{min(reqs)}–{max(reqs)}" if not one else "1",
+            f"{rounds} syncs", "exactly 1", verdict(one))
+    res.add("bytes on the wire per sync, median (sent / received)",
+            f"{human_bytes(sorted(sent)[len(sent) // 2])} / {human_bytes(sorted(recv)[len(recv) // 2])}",
+            f"facts pushed per sync: {min(pushed)}–{max(pushed)}; state every time: "
+            f"{all(state_pushed)}")
+    res.add("critical state pushed per sync (JSON)",
+            f"{human_bytes(state_bytes[0])} → {human_bytes(state_bytes[-1])}",
+            f"over {rounds} syncs with one hot-memory event each")
+    res.notes.append(f"{rounds} timed syncs after {warmup} warm-up, each after 10 remember() "
+                     "calls and one hot-memory event (not timed). The agent has 1,000 earlier "
+                     f"facts. Each round also times {pings_per_round} `SELECT 1` requests (before "
+                     "the push) and a one-row write transaction (after it) through the same "
+                     "HranaClient: interleaved, so all three see the same conditions.")
+    return res

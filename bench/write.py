@@ -1,0 +1,158 @@
+"""Area 2 — the write path.
+
+- `remember` throughput: 10,000 generated facts stored one call at a time through the API
+  (each call its own local transaction with outbox and audit rows, warm eviction included),
+  against the floor of the same number of plain sqlite3 INSERT (facts + FTS5) transactions.
+- `end_conversation` (rule mode) latency on realistic 5–10 turn conversations, beside
+  `distill` alone (no storing).
+- Storing through the CLI as separate processes (`evoclaw-memory store --text … --category …`,
+  as agents call it): a sample of calls, extrapolated to 10,000, beside the API.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from .data import DAY, Generator, build_tree
+from .util import (AreaResult, Workspace, clean_env, cli_path, log, memory, ms, p50_p95,
+                   run_timed, secs, stats, time_calls, verdict)
+
+TITLE = "2. Write path"
+N_REMEMBER = 10_000
+TARGET_REMEMBER_S = 5.0
+
+
+def _floor_inserts(path, facts) -> float:
+    """The same facts as plain sqlite3 inserts, one transaction each (WAL, synchronous=NORMAL)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("CREATE TABLE facts (rowid INTEGER PRIMARY KEY, id TEXT UNIQUE, text TEXT, "
+                 "category TEXT, importance REAL, created_at REAL, metadata TEXT)")
+    conn.execute("CREATE VIRTUAL TABLE facts_fts USING fts5 (body)")
+    t = time.perf_counter()
+    for g in facts:
+        conn.execute("BEGIN IMMEDIATE")
+        cur = conn.execute("INSERT INTO facts (id, text, category, importance, created_at, "
+                           "metadata) VALUES (?, ?, ?, ?, ?, '{}')",
+                           (g.id, g.text, g.category, g.importance, time.time()))
+        conn.execute("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, g.text))
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - t
+    conn.close()
+    return elapsed
+
+
+def run(ws: Workspace) -> AreaResult:
+    res = AreaResult("write", TITLE)
+    quick = ws.quick
+    gen = Generator(101).unique_facts(N_REMEMBER, max_age_days=30)
+
+    # -- remember throughput ------------------------------------------------------------
+    log(f"write: remember x {N_REMEMBER:,}")
+    home = ws.new_home("remember")
+    per_call: list[float] = []
+    with memory(home) as mem:
+        build_tree(mem)
+        now = time.time()
+        t0 = time.perf_counter()
+        for g in gen:
+            t = time.perf_counter()
+            mem.remember(g.text, category=g.category, importance=g.importance,
+                         created_at=now - g.age_days * DAY,
+                         metadata={"urls": g.urls, "commands": g.commands, "paths": g.paths})
+            per_call.append(time.perf_counter() - t)
+        total = time.perf_counter() - t0
+        sizes = mem.metrics()["sizes"]
+    floor = _floor_inserts(ws.new_home("floor") / "floor.db", gen)
+    st = stats(per_call[100:])
+    res.data["remember"] = {"n": N_REMEMBER, "total_s": total, "per_call": st,
+                            "floor_total_s": floor, "sizes_after": sizes}
+    res.add(f"remember × {N_REMEMBER:,} (one call each), total", secs(total),
+            f"plain sqlite3 insert+FTS txns: {secs(floor)} ({total / floor:.1f}×)",
+            "< 5 s", verdict(total < TARGET_REMEMBER_S))
+    res.add("remember throughput", f"{N_REMEMBER / total:,.0f} facts/s",
+            f"floor {N_REMEMBER / floor:,.0f} facts/s")
+    res.add("remember per call p50 / p95", p50_p95(st), "(first 100 calls discarded)")
+
+    # -- end_conversation (rule mode) ----------------------------------------------------
+    log("write: end_conversation")
+    convs = [Generator(300 + i).conversation() for i in range(60 if quick else 200)]
+    turns = [len(c) for c in convs]
+    try:
+        # (a) the agent's own tree: it starts empty and the distiller files facts as it goes.
+        home = ws.new_home("conv")
+        with memory(home) as mem:
+            mem.distill(convs[0])            # import the distiller before timing
+            ec = time_calls(lambda c: mem.end_conversation(c), convs, warmup=10)
+            dist = time_calls(lambda c: mem.distill(c), convs, warmup=10)
+            added = mem.store.count_facts()
+            nodes = len(mem.tree)
+        # (b) the 42-node tree of the other benchmarks (10 top-level nodes: the root is full).
+        home = ws.new_home("conv-full-tree")
+        failures, fail_msg, ok_times = 0, "", []
+        with memory(home) as mem:
+            build_tree(mem)
+            for c in convs:
+                t = time.perf_counter()
+                try:
+                    mem.end_conversation(c)
+                    ok_times.append(time.perf_counter() - t)
+                except Exception as exc:                       # noqa: BLE001
+                    failures += 1
+                    fail_msg = f"{type(exc).__name__}: {exc}"
+        res.data["end_conversation"] = {"end_conversation": stats(ec), "distill": stats(dist),
+                                        "conversations": len(convs), "facts_stored": added,
+                                        "tree_nodes": nodes, "turns_min": min(turns),
+                                        "turns_max": max(turns),
+                                        "full_tree_failures": failures,
+                                        "full_tree_error": fail_msg,
+                                        "full_tree_ok": stats(ok_times)}
+        res.add("end_conversation (rule mode) p50 / p95", p50_p95(stats(ec)),
+                f"distill alone {p50_p95(stats(dist))}")
+        res.add("end_conversation failures, 42-node tree with a full root",
+                f"{failures}/{len(convs)}",
+                (fail_msg[:90] + "…") if fail_msg else "none", "0 (check)",
+                verdict(failures == 0))
+        res.notes.append(f"end_conversation: {len(convs)} generated conversations of "
+                         f"{min(turns)}–{max(turns)} turns (10 warm-up) on a store whose tree the "
+                         f"distiller grows itself ({added} facts, {nodes} nodes at the end). The "
+                         "same conversations are then replayed on the 42-node benchmark tree "
+                         "(10 top-level nodes, the root's limit) to count failures.")
+    except (ImportError, AttributeError) as exc:
+        res.add("end_conversation (rule mode) p50 / p95", "n/a", f"not runnable: {exc}", "", "n/a")
+        res.data["end_conversation"] = {"error": repr(exc)}
+
+    # -- CLI store as separate processes vs the API --------------------------------------
+    n_cli = 40 if quick else 200
+    log(f"write: CLI store x {n_cli}")
+    home = ws.new_home("cli")
+    env = clean_env(home)
+    exe = cli_path()
+    cli_facts = Generator(202).unique_facts(n_cli + 5, max_age_days=30)
+    samples = []
+    for i, g in enumerate(cli_facts):
+        cmd = [exe, "--agent-id", "bench", "store", "--text", g.text, "--category", g.category,
+               "--importance", str(g.importance)]
+        for u in g.urls:
+            cmd += ["--url", u]
+        elapsed, _ = run_timed(cmd, env)
+        if i >= 5:
+            samples.append(elapsed)
+    cst = stats(samples)
+    api_mean = total / N_REMEMBER
+    res.data["cli_store"] = {"calls": len(samples), "per_call": cst,
+                             "extrapolated_10k_s": cst["mean"] * 10_000,
+                             "api_10k_s": api_mean * 10_000}
+    res.add("CLI `store` per process p50 / p95", p50_p95(cst),
+            f"API remember mean {ms(api_mean)}")
+    res.add("CLI `store` × 10,000 (extrapolated)", secs(cst["mean"] * 10_000),
+            f"API {secs(api_mean * 10_000)} ({cst['mean'] / api_mean:.0f}× slower via CLI)")
+    res.notes.append(f"CLI: {len(samples)} `evoclaw-memory store` processes timed (5 warm-up), "
+                     "wall clock incl. interpreter start-up; the per-10k figure is their mean "
+                     "× 10,000, an extrapolation, not a measured 10k run.")
+    res.notes.append("remember: facts aged 0–30 days, with their metadata; every call is a "
+                     "full API call (validation, duplicate check, tree, outbox, audit, eviction "
+                     "once warm passes 50 KB).")
+    return res
