@@ -420,14 +420,18 @@ def _conversation(raw: str) -> Any:
               help="Read the conversation from FILE ('-' for stdin).")
 @click.option("--store", "store_", is_flag=True,
               help="Store the facts (end of conversation: distill, store, re-render MEMORY.md).")
-@click.option("--llm", is_flag=True, help="Use the configured LLM instead of rules.")
+@click.option("--llm/--rules", "llm", default=None,
+              help="--llm: use the configured LLM (an error when none is); --rules: rule "
+                   "mode only. Default: the LLM when one is configured, else rules.")
 @common_options
 @click.pass_context
 def distill(ctx: click.Context, text: Optional[str], file_: Optional[str], store_: bool,
-            llm: bool) -> None:
+            llm: Optional[bool]) -> None:
     """Distill a conversation into a structured record, a core summary and fact drafts.
 
     Input: --text, --file or stdin; a JSON list of {role, content} messages, or plain text.
+    With an LLM: one call, which also proposes hot-memory updates and marks the stored
+    facts a new one supersedes or duplicates; if it fails, rule mode runs and says so.
     """
     if text is not None and file_ is not None:
         raise click.UsageError("give either --text or --file, not both")
@@ -441,14 +445,16 @@ def distill(ctx: click.Context, text: Optional[str], file_: Optional[str], store
         if not config.llm_base_url:
             raise ConfigError("no LLM configured: set EVOCLAW_LLM_BASE_URL and EVOCLAW_LLM_MODEL "
                               "(or [llm] base_url in config.toml), or drop --llm for rule mode")
-        raise ConfigError("LLM distillation is not available in this version; drop --llm to "
-                          "use rule mode")
     messages = _conversation(raw)
     with _memory(ctx) as mem:
+        mem.distill_llm = llm          # end_conversation distills through mem.distill
         result = mem.end_conversation(messages) if store_ else mem.distill(messages)
 
     def human() -> None:
         record = result["record"]
+        mode = result.get("mode", "rules")
+        if mode == "rules-fallback" and result.get("llm_error"):
+            mode += f" (LLM failed: {result['llm_error']})"
         click.echo(f"summary: {result['summary']}")
         click.echo(f"fact:    {record.fact}")
         for label in ("emotion", "outcome"):
@@ -457,18 +463,30 @@ def distill(ctx: click.Context, text: Optional[str], file_: Optional[str], store
         for label in ("people", "topics", "actions"):
             if getattr(record, label):
                 click.echo(f"{label + ':':<8} {', '.join(getattr(record, label))}")
+        if mode != "rules":
+            click.echo(f"mode:    {mode}")
         if store_:
             for fact in result["added"]:
                 click.echo(f"stored      {_fact_line(fact)}")
             for fact in result["reinforced"]:
                 click.echo(f"reinforced  {_fact_line(fact)}")
+            for old_id in result.get("superseded", []):
+                click.echo(f"superseded  {old_id}")
+            for update in result.get("hot_updates", []):
+                click.echo(f"hot {update['key']}: {_one_line(update['value'])}")
             if not result["added"] and not result["reinforced"]:
                 click.echo("no facts to store")
         else:
             if not result["facts"]:
                 click.echo("no facts found")
-            for draft in result["facts"]:
-                click.echo(f"- [{draft.category}] ({draft.importance:.2f}) {draft.text}")
+            for index, draft in enumerate(result["facts"]):
+                replaces = [s["old_id"] for s in result.get("supersedes", []) if s["fact"] == index]
+                note = f"  (supersedes {replaces[0]})" if replaces else ""
+                click.echo(f"- [{draft.category}] ({draft.importance:.2f}) {draft.text}{note}")
+            for dup in result.get("duplicates", []):
+                click.echo(f"= already known as {dup['old_id']}: {dup['text']}")
+            for update in result.get("hot_updates", []):
+                click.echo(f"hot {update['key']}: {_one_line(update['value'])}")
 
     _emit(ctx, result, human)
 
@@ -691,28 +709,55 @@ def _report_lines(data: dict, indent: str = "") -> list[str]:
               show_default=True,
               help="quick: rescore/evict/rebuild; daily: +ingest notes, prune tree; "
                    "monthly: +tree rebuild, cold cleanup; full: +recount and report.")
+@click.option("--dry-run", is_flag=True,
+              help="monthly/full: show the LLM's tree-rebuild plan and change nothing.")
 @common_options
 @click.pass_context
-def consolidate(ctx: click.Context, mode: str) -> None:
+def consolidate(ctx: click.Context, mode: str, dry_run: bool) -> None:
     """Rescore, archive, promote lessons and rebuild MEMORY.md (more in bigger modes)."""
     with _memory(ctx) as mem:
-        report = mem.consolidate(mode)
-    _emit(ctx, report, lambda: click.echo("\n".join(_report_lines(report))))
+        report = mem.consolidate(mode, dry_run=dry_run)
+
+    def human() -> None:
+        rebuild = report.get("tree_rebuild")
+        plain = {k: v for k, v in report.items() if k != "tree_rebuild"}
+        click.echo("\n".join(_report_lines(plain)))
+        if rebuild is not None:
+            ops = rebuild.get("operations", [])
+            click.echo("\n".join(_report_lines(
+                {"tree_rebuild": {k: v for k, v in rebuild.items() if k != "operations"}})))
+            for op in ops:
+                target = f" -> {op['target']}" if op.get("target") else ""
+                verdict = "ok" if op.get("status") == "ok" else f"rejected: {op.get('why', '')}"
+                click.echo(f"    {op['op']} {op['path']}{target}  [{verdict}]"
+                           + (f"  ({op['reason']})" if op.get("reason") else ""))
+
+    _emit(ctx, report, human)
 
 
 # -- observability ---------------------------------------------------------------------------
 
 @cli.command()
+@click.option("--report", is_flag=True,
+              help="Bar charts: each tier against its limit, facts by score tier and category.")
 @common_options
 @click.pass_context
-def metrics(ctx: click.Context) -> None:
+def metrics(ctx: click.Context, report: bool) -> None:
     """Counters, last-run times and the live size of every tier."""
     from .limits import HOT_MAX_BYTES, TREE_MAX_BYTES, TREE_MAX_NODES
     with _memory(ctx) as mem:
         data = mem.metrics()
         warm_cap = mem.config.warm_max_bytes
+        if report:
+            from .cli_agent import tier_usage
+            data["usage"] = tier_usage(mem)
     caps = {"hot_bytes": HOT_MAX_BYTES, "memory_md_bytes": HOT_MAX_BYTES,
             "warm_bytes": warm_cap, "tree_nodes": TREE_MAX_NODES, "tree_bytes": TREE_MAX_BYTES}
+    if report:
+        from .cli_agent import render_report
+        data["caps"] = caps
+        _emit(ctx, data, lambda: click.echo(render_report(data, caps, data["usage"])))
+        return
 
     def number(value: Any) -> str:
         return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
@@ -780,10 +825,13 @@ def config_show(ctx: click.Context) -> None:
 
 
 @cli.command()
+@click.option("--offline", "skip_network", is_flag=True,
+              help="Skip the network checks (cloud reachability and auth, keys, LLM).")
 @common_options
 @click.pass_context
-def doctor(ctx: click.Context) -> None:
-    """Check that memory works here: config, database, integrity, MEMORY.md, limits.
+def doctor(ctx: click.Context, skip_network: bool) -> None:
+    """Check that memory works here: config, database, integrity, MEMORY.md, limits, cloud
+    reachability and auth, encryption keys, LLM reachability; each failure with a fix.
 
     Exit status 1 when any check fails.
     """
@@ -842,6 +890,10 @@ def doctor(ctx: click.Context) -> None:
             for key, cap, fix in limits:
                 check(key, sizes[key] <= cap, f"{sizes[key]}/{cap}", f"run `{fix}`")
             check("outbox", True, f"{sizes['outbox_depth']} change(s) waiting for sync")
+            from .cli_agent import doctor_cloud_checks, doctor_llm_check
+            if not skip_network:
+                doctor_cloud_checks(config, mem, check)
+                doctor_llm_check(config, check)
 
     run()
     failed = [c for c in checks if not c["ok"]]
@@ -871,6 +923,7 @@ def _writable(path: Path) -> bool:
 # -- entry point -----------------------------------------------------------------------------
 
 from . import cli_cloud  # noqa: E402,F401  (registers sync, restore, cold, devices, key)
+from . import cli_agent  # noqa: E402,F401  (registers mcp, serve, import-legacy)
 
 
 def main(argv: Optional[list[str]] = None) -> None:

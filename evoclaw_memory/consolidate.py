@@ -2,9 +2,11 @@
 
 quick   rescore, evict/archive warm facts, promote lessons into hot memory, rebuild MEMORY.md
 daily   ingest-daily first, then quick, then prune the tree
-monthly daily + tree rebuild (recount from data; rebalance) + cold cleanup of expired frozen facts
+monthly daily + LLM tree rebuild (when an LLM is configured; see tree_rebuild) + recount from
+        data + cold cleanup of expired frozen facts
 full    monthly + an integrity check and a full report
 Every mode returns counts and records itself in metrics (count, and last-run timestamp).
+A dry run (monthly/full) only asks for the tree-rebuild plan and shows it: nothing changes.
 """
 
 from __future__ import annotations
@@ -24,19 +26,29 @@ if TYPE_CHECKING:
 MODES = ("quick", "daily", "monthly", "full")
 
 
-def run_consolidation(mem: "Memory", mode: str) -> dict[str, Any]:
-    """Run `mode` on `mem` and return its report."""
+def run_consolidation(mem: "Memory", mode: str, dry_run: bool = False) -> dict[str, Any]:
+    """Run `mode` on `mem` and return its report (dry_run: the tree-rebuild plan only)."""
     if mode not in MODES:
         raise ValidationError(f"unknown consolidation mode {mode!r}; use {', '.join(MODES)}")
     started = time.perf_counter()
     report: dict[str, Any] = {"mode": mode}
     level = MODES.index(mode)
+    if dry_run:
+        if level < 2:
+            raise ValidationError("a dry run shows the tree-rebuild plan of the monthly and "
+                                  "full modes; use --mode monthly or --mode full")
+        from .tree_rebuild import rebuild_tree
+        report.update(dry_run=True, tree_rebuild=rebuild_tree(mem, dry_run=True))
+        report["seconds"] = round(time.perf_counter() - started, 4)
+        return report
     if level >= 1:
         report["ingest"] = mem.ingest_daily()
     report.update(quick(mem))
     if level >= 1:
         report["tree_pruned"] = mem.tree_prune()
     if level >= 2:
+        from .tree_rebuild import rebuild_tree
+        report["tree_rebuild"] = rebuild_tree(mem)
         report["tree_recounted"] = mem.recount_tree()
         report["cold_deleted"] = cold_cleanup(mem)
     if level >= 3:

@@ -155,10 +155,15 @@ def _complete_task(state: HotState, value: dict, now: float) -> None:
         state.clock[f"removed:{task.id}"] = now    # done tasks leave; remember why for merges
 
 
+TOMBSTONE_DAYS = 30        # how long a removal is remembered for merging with other devices
+TOMBSTONE_MAX = 200
+
+
 def prune(state: HotState, now: float) -> HotState:
     """Enforce the count limits, then drop entries until the size fits (SPEC §1 order)."""
     state = copy.deepcopy(state)
     ctx = state.active_context
+    _forget_old_tombstones(state, now)
 
     def drop(entries: list, victim) -> list:
         state.clock[f"removed:{victim.id}"] = now
@@ -185,6 +190,22 @@ def prune(state: HotState, now: float) -> HotState:
         else:
             break           # only identity/profile left: the caller refuses the update
     return state
+
+
+def _forget_old_tombstones(state: HotState, now: float) -> None:
+    """Bound the sync bookkeeping: removals older than TOMBSTONE_DAYS (at most TOMBSTONE_MAX
+    kept) and clocks of profile keys long deleted. A device offline for longer than that
+    could bring a removed entry back at its next merge; the state stays small for everyone."""
+    cutoff = now - TOMBSTONE_DAYS * 86_400
+    removed = sorted((when, key) for key, when in state.clock.items() if key.startswith("removed:"))
+    doomed = {key for when, key in removed if when < cutoff}
+    doomed.update(key for _, key in removed[:max(0, len(removed) - TOMBSTONE_MAX)])
+    for key, when in state.clock.items():
+        if key.startswith("owner_profile.") and when < cutoff \
+                and key.split(".", 1)[1] not in state.owner_profile:
+            doomed.add(key)
+    for key in doomed:
+        del state.clock[key]
 
 
 def _least_important(lessons: list[Lesson]) -> Lesson:

@@ -65,22 +65,51 @@ class Memory:
         self.clock = clock
         self.keyword_navigator = KeywordNavigator()
         self.navigator: TreeNavigator = navigator or self.keyword_navigator
+        self.llm = None              # LLMClient when an LLM is configured (see open)
+        self._owns_llm = False
+        self.distill_llm: Optional[bool] = None   # what distill(llm=None) does (None: auto)
 
     # -- lifecycle -------------------------------------------------------------------------
 
     @classmethod
     def open(cls, agent_id: Optional[str] = None, home: Optional[Union[str, Path]] = None, *,
              config: Optional[Config] = None, navigator: Optional[TreeNavigator] = None,
-             clock: Callable[[], float] = time.time, **overrides: Any) -> "Memory":
-        """Open (creating if needed) the memory of `agent_id` under `home` or EVOCLAW_HOME."""
+             clock: Callable[[], float] = time.time, llm=None, **overrides: Any) -> "Memory":
+        """Open (creating if needed) the memory of `agent_id` under `home` or EVOCLAW_HOME.
+
+        With an LLM configured (llm_base_url) or given (`llm`, an LLMClient), tree search and
+        distillation use it; `navigator` still overrides the tree search."""
         if config is None:
             config = load_config(home=home, agent_id=agent_id, **overrides)
         validate_agent_id(config.agent_id)
+        owns_llm = False
+        if llm is None and config.llm_base_url:
+            from .llm import LLMClient          # lazy: httpx costs start-up time
+            llm, owns_llm = LLMClient.from_config(config), True
+        if llm is not None and navigator is None:
+            from .llm_navigator import LLMNavigator
+            navigator = LLMNavigator(llm)
         store = LocalStore.open(config.db_path)
-        return cls(config, store, navigator=navigator, clock=clock)
+        memory = cls(config, store, navigator=navigator, clock=clock)
+        if llm is not None:
+            memory.llm, memory._owns_llm = llm, owns_llm
+            llm.on_call = memory._record_llm_call
+        return memory
 
     def close(self) -> None:
+        if self.llm is not None and self._owns_llm:
+            self.llm.close()
         self.store.close()
+
+    def _record_llm_call(self, record: Any) -> None:
+        """Count one LLM call in metrics: calls, tokens, seconds (and errors)."""
+        with self.store.transaction():
+            self.store.incr_metric("llm.calls")
+            self.store.incr_metric("llm.tokens_prompt", record.prompt_tokens)
+            self.store.incr_metric("llm.tokens_completion", record.completion_tokens)
+            self.store.incr_metric("llm.seconds", record.seconds)
+            if not record.ok:
+                self.store.incr_metric("llm.errors")
 
     def __enter__(self) -> "Memory":
         return self
@@ -165,30 +194,25 @@ class Memory:
         self.store.audit(op, fact.id, f"{fact.tier} {fact.category}", now)
 
     def _ensure_category(self, category: str, now: float) -> str:
-        """The category to file under: `category`, created if needed (rebalancing a full tree)."""
+        """The category to file under: `category`, created if needed (rebalancing a full tree).
+
+        A fact is never refused for want of room: when the tree cannot take the path even
+        after rebalancing, the fact goes to the closest existing node."""
         if self.store.has_node(category):
             return category
         nodes = self.store.tree_nodes()
-        if category in {n.path for n in nodes}:
-            return category
         for _ in range(tree_rules.TREE_MAX_NODES):
             try:
                 new_nodes = tree_rules.add(nodes, category, "", now)
             except LimitError:
-                victim = tree_rules.least_used_leaf(nodes, protect=[category])
+                victim = tree_rules.rebalance_victim(nodes, category)
                 if victim is None or not self._merge_into_parent(victim, now):
                     break
                 nodes = self.store.tree_nodes()
                 continue
             self._save_tree(nodes, new_nodes, op="tree.add")
             return category
-        # The tree cannot grow here: file under the deepest existing ancestor instead.
-        fallback = tree_rules.deepest_existing(nodes, category)
-        if fallback is None:
-            raise LimitError(f"cannot file a fact under {category!r}: the tree is full "
-                             f"({len(nodes)} nodes); run `evoclaw-memory tree prune` or file "
-                             "it under an existing category")
-        return fallback
+        return tree_rules.closest_existing(nodes, category)
 
     def _merge_into_parent(self, node: TreeNode, now: float) -> bool:
         """Rebalance: move a leaf's facts to its parent and remove the leaf."""
@@ -247,7 +271,8 @@ class Memory:
             live = fact.superseded_by is None
             self.store.set_tier([fact.id], "cold")
             self.store.adjust_counts(fact.category, warm=-live, cold=live)
-            self.store.enqueue_fact(fact.id, now)
+            # No outbox entry: the cloud archive already holds every fact, and warm/cold is
+            # only where this device keeps it.
             self.store.audit(op, fact.id, f"archived {fact.category}", now)
         if fact_ids:
             self.store.incr_metric("evictions", len(fact_ids))
@@ -424,14 +449,87 @@ class Memory:
 
     # -- distillation, notes, consolidation ---------------------------------------------------
 
-    def distill(self, messages: Union[str, list[dict]]) -> dict[str, Any]:
-        """Rule-mode distillation without storing: structured record, summary, fact drafts."""
+    def distill(self, messages: Union[str, list[dict]],
+                llm: Optional[bool] = None) -> dict[str, Any]:
+        """Distill without storing: structured record, summary, fact drafts, and with the
+        LLM also hot updates, supersedes and duplicates (apply with `apply_distillation`).
+
+        llm: None follows `self.distill_llm` (None: the LLM when one is configured), True
+        requires it, False uses rules. `mode` says what ran: "llm", "rules", or
+        "rules-fallback" (the LLM failed; the reason is in `llm_error`)."""
         from .distill import core_summary, distill_facts, distill_structured
+        from .errors import ConfigError
         _check_input_size(messages)
-        known = [n.path for n in self.store.tree_nodes()]
+        nodes = self.store.tree_nodes()
         record = distill_structured(messages)
-        return {"record": record, "summary": core_summary(record),
-                "facts": distill_facts(messages, known)}
+        result: dict[str, Any] = {"record": record, "summary": core_summary(record),
+                                  "facts": [], "mode": "rules", "hot_updates": [],
+                                  "supersedes": [], "duplicates": [], "llm_calls": 0}
+        if llm is None:
+            llm = self.distill_llm
+        if llm and self.llm is None:
+            raise ConfigError("no LLM configured: set EVOCLAW_LLM_BASE_URL and "
+                              "EVOCLAW_LLM_MODEL (or [llm] base_url in config.toml), or use "
+                              "rule mode")
+        if self.llm is not None and llm is not False:
+            from .errors import EvoclawError
+            from .llm_distill import conversation_text, conversation_turns, distill_with_llm, \
+                related_facts
+            turns = conversation_turns(messages)
+            if turns:
+                calls = self.llm.stats.calls
+                try:
+                    related = related_facts(self.store, conversation_text(turns))
+                    out = distill_with_llm(self.llm, turns, nodes, related, self.clock())
+                except EvoclawError as exc:
+                    result["mode"], result["llm_error"] = "rules-fallback", str(exc)
+                else:
+                    result.update(out, mode="llm", summary=out["summary"] or result["summary"])
+                result["llm_calls"] = self.llm.stats.calls - calls
+                if result["mode"] == "llm":
+                    return result
+        result["facts"] = distill_facts(messages, [n.path for n in nodes])
+        return result
+
+    def apply_distillation(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Store a `distill` result in one transaction: its facts (via store_drafts), the
+        facts they supersede (kept, marked), the duplicates (reinforced) and hot updates."""
+        from .llm_distill import fresh_hot_updates
+        now = self.clock()
+        drafts = list(result.get("facts") or [])
+        replaces = {s["fact"]: s["old_id"] for s in result.get("supersedes") or []}
+        added: list[Fact] = []
+        reinforced: list[Fact] = []
+        superseded: list[str] = []
+        duplicates: list[str] = []
+        applied: list[dict] = []
+        rejected: list[dict] = []
+        with self.store.transaction():
+            for index, draft in enumerate(drafts):
+                stored = self.store_drafts([draft])
+                added += stored["added"]
+                reinforced += stored["reinforced"]
+                fact = (stored["added"] + stored["reinforced"])[0]
+                old = self.store.get_fact(replaces.get(index, ""))
+                if old is not None and old.id != fact.id and old.superseded_by is None:
+                    self.supersede(old.id, fact.id)
+                    superseded.append(old.id)
+            for dup in result.get("duplicates") or []:
+                old = self.store.get_fact(dup.get("old_id", ""))
+                if old is not None and old.superseded_by is None:
+                    self._reinforce([old.id], now, op="distill.duplicate")
+                    duplicates.append(old.id)
+            for update in fresh_hot_updates(list(result.get("hot_updates") or []), self.hot):
+                try:
+                    self.update_hot(update["key"], update["value"])
+                    applied.append(update)
+                except ValidationError as exc:     # one bad update must not lose the rest
+                    rejected.append({**update, "why": str(exc)})
+        return {"added": added, "reinforced": reinforced, "superseded": superseded,
+                "duplicates": duplicates, "hot_updates": applied, "hot_rejected": rejected,
+                "counts": {"added": len(added), "reinforced": len(reinforced),
+                           "superseded": len(superseded), "duplicates": len(duplicates),
+                           "hot_updates": len(applied), "hot_rejected": len(rejected)}}
 
     def store_drafts(self, drafts: Iterable[FactDraft]) -> dict[str, list[Fact]]:
         """Store distilled facts: {'added': [...], 'reinforced': [...]}."""
@@ -472,10 +570,12 @@ class Memory:
                 report["stored"] += 1
         return report
 
-    def consolidate(self, mode: str = "quick") -> dict[str, Any]:
-        """Run a consolidation (quick, daily, monthly or full) and report what it did."""
+    def consolidate(self, mode: str = "quick", dry_run: bool = False) -> dict[str, Any]:
+        """Run a consolidation (quick, daily, monthly or full) and report what it did.
+
+        dry_run (monthly/full): only show the LLM's tree-rebuild plan; change nothing."""
         from .consolidate import run_consolidation
-        return run_consolidation(self, mode)
+        return run_consolidation(self, mode, dry_run=dry_run)
 
     # -- cloud: sync, restore, devices ---------------------------------------------------------
 

@@ -147,6 +147,42 @@ def least_used_leaf(nodes: list[TreeNode], protect: Iterable[str] = ()) -> Optio
     return min(leaves, key=lambda n: (n.warm_count + n.cold_count, n.last_access, n.path))
 
 
+def rebalance_victim(nodes: list[TreeNode], path: str) -> Optional[TreeNode]:
+    """The leaf whose merge into its parent makes room for `path`, or None if none can.
+
+    A full parent frees a slot only by absorbing one of its own leaf children (the root
+    cannot absorb anything); a full tree (nodes or bytes) by any least-used leaf."""
+    existing = {n.path for n in nodes}
+    parent = deepest_existing(nodes, path)
+    if parent != path:
+        kids = children_of(nodes, parent)
+        if len(kids) >= TREE_MAX_CHILDREN:
+            if parent is None:
+                return None
+            leaves = [k for k in kids if not any(parent_of(o.path) == k.path for o in nodes)]
+            return least_used_leaf(leaves + [n for n in nodes if n.path == parent],
+                                   protect=[path]) if leaves else None
+    if len(existing) < TREE_MAX_NODES and render_size(nodes) < TREE_MAX_BYTES - 100:
+        return None
+    return least_used_leaf(nodes, protect=[path])
+
+
+def closest_existing(nodes: list[TreeNode], path: str) -> str:
+    """Where a fact goes when its path cannot be created: its deepest existing ancestor, else
+    the top-level node sharing most words with it (then the busiest one)."""
+    found = deepest_existing(nodes, path)
+    if found is not None:
+        return found
+    words = set(re.split(r"[/_-]", path))
+    tops = children_of(nodes, None)
+    totals = subtree_counts(nodes)
+
+    def affinity(node: TreeNode) -> tuple:
+        mine = set(re.split(r"[/_\s-]", (node.path + " " + node.description).lower()))
+        return (len(words & mine), node.path in ("general", "misc"), sum(totals[node.path]))
+    return max(tops, key=affinity).path
+
+
 def deepest_existing(nodes: list[TreeNode], path: str) -> Optional[str]:
     """`path` itself or its deepest ancestor present in the tree."""
     paths = {n.path for n in nodes}

@@ -448,8 +448,9 @@ def test_config_show_never_prints_secrets(run, home):
     env = {"TURSO_AUTH_TOKEN": SECRET_TOKEN, "EVOCLAW_LLM_API_KEY": SECRET_KEY,
            "TURSO_DATABASE_URL": f"libsql://db-org.turso.io?authToken={SECRET_TOKEN}",
            "EVOCLAW_LLM_BASE_URL": f"https://user:{SECRET_KEY}@llm.example.com/v1"}
+    # doctor --offline: its network checks (and their redaction) are in tests/test_doctor.py.
     for args in (("config", "show"), ("config", "show", "--json"), ("--json", "config", "show"),
-                 ("doctor",), ("doctor", "--json")):
+                 ("doctor", "--offline"), ("doctor", "--offline", "--json")):
         result = run(*args, env=env)
         assert result.exit_code == 0, result.output
         assert SECRET_TOKEN not in result.output and SECRET_KEY not in result.output

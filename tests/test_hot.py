@@ -125,3 +125,15 @@ def test_malformed_json_changes_nothing(mem):
     with pytest.raises(ValidationError, match="malformed JSON"):
         mem.update_hot("identity", '{"agent_name": ')
     assert mem.hot == before
+
+
+def test_tombstones_stay_bounded():
+    s = HotState()
+    for day in range(100):
+        for i in range(3):
+            s = hot.apply_update(s, "event", {"text": f"day {day} event {i}"}, day * 86_400 + i, ids)
+    tombstones = [k for k in s.clock if k.startswith("removed:")]
+    assert len(s.active_context.events) == 10
+    assert 0 < len(tombstones) <= hot.TOMBSTONE_MAX
+    oldest = min(s.clock[k] for k in tombstones)
+    assert oldest >= 99 * 86_400 - hot.TOMBSTONE_DAYS * 86_400

@@ -94,3 +94,26 @@ def test_full_tree_rebalances_on_remember_without_losing_facts(mem):
     counts = mem.store.category_counts()
     for node in mem.tree:
         assert (node.warm_count, node.cold_count) == counts.get(node.path, (0, 0))
+
+
+def test_full_root_files_fact_under_closest_existing_node(mem):
+    for name in ["home", "work", "health", "travel", "food", "owner", "projects", "social",
+                 "technical", "lessons"]:
+        mem.tree_add(name)
+    before = {n.path for n in mem.tree}
+    fact = mem.remember("A stray thought about work rotas", category="general")
+    assert fact.category in before                       # stored, never refused
+    assert {n.path for n in mem.tree} == before          # nothing merged away for nothing
+    assert mem.store.count_facts() == 1
+    fact = mem.remember("Shift swap with the work team", category="rota/work-team")
+    assert fact.category == "work"                       # the word it shares
+
+
+def test_full_parent_absorbs_its_least_used_leaf(mem):
+    for i in range(10):
+        mem.tree_add(f"home/room{i}")
+    busy = mem.remember("The kettle is in room 3", category="home/room3")
+    fact = mem.remember("The garage door code changed", category="home/garage")
+    assert fact.category == "home/garage"
+    kids = [n for n in mem.tree if n.path.startswith("home/")]
+    assert len(kids) == 10 and mem.get(busy.id).category == "home/room3"
