@@ -105,10 +105,12 @@ _FACT_COLS = ("id, text, category, importance, created_at, access_count, metadat
               "last_access, superseded_by")
 # Upsert by id. A fact's text never changes, but its sealed form does after a key rotation, and
 # its category after a tree merge; counters and supersession only move forwards.
-_UPSERT_FACT = (
+_UPSERT_ROWS = 50           # facts per INSERT statement (12 values each, well under SQLite's cap)
+_ROW = "(" + ", ".join("?" * 12) + ")"
+_UPSERT_FACTS = (
     "INSERT INTO cold_memories (id, agent_id, text, category, importance, created_at, "
     "access_count, metadata, source, last_access, superseded_by, device_id) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "SELECT * FROM (VALUES {rows}) WHERE NOT EXISTS ({guard}) "
     "ON CONFLICT(id) DO UPDATE SET category = excluded.category, text = excluded.text, "
     "metadata = excluded.metadata, "
     "access_count = max(cold_memories.access_count, excluded.access_count), "
@@ -299,12 +301,15 @@ class SqlRemote:
             # Never write clear text into an agent whose memory another device encrypted.
             revoked += " UNION ALL SELECT 1 FROM evoclaw_keys WHERE agent_id = ?"
             guard_args = (agent_id, device_id, agent_id)
-        for fact in facts:
+        for start in range(0, len(facts), _UPSERT_ROWS):
+            # Many rows per statement keeps the request small (the SQL is sent once per chunk).
             # A revoked device writes nothing: the guard is inside the statement itself.
-            stmts.append(Stmt(_UPSERT_FACT.replace(
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ",
-                f"SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS ({revoked}) "),
-                self.codec.fact_args(agent_id, device_id, fact) + guard_args))
+            chunk = facts[start:start + _UPSERT_ROWS]
+            args: list = []
+            for fact in chunk:
+                args += self.codec.fact_args(agent_id, device_id, fact)
+            stmts.append(Stmt(_UPSERT_FACTS.format(rows=", ".join([_ROW] * len(chunk)),
+                                                   guard=revoked), (*args, *guard_args)))
         new_version = expected_version + 1
         if state is not None:
             stmts.append(Stmt(

@@ -9,6 +9,7 @@ so an interrupted mirror continues where it stopped.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional, Protocol
 
 import msgspec
@@ -20,7 +21,7 @@ from ..store import LocalStore
 from .engine import KV_PULL_CURSOR, KV_REMOTE_VERSION
 from .remote import CriticalState, Remote
 
-PAGE_SIZE = 2_000
+PAGE_SIZE = 5_000
 WARM_WINDOW_DAYS = 120          # warm candidates: facts younger than this
 WARM_CANDIDATES = 5_000
 KV_MIRROR_CURSOR = "restore.mirror_cursor"
@@ -103,16 +104,21 @@ def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool 
                 store.set_setting(KV_MIRROR_CURSOR, "0")
         cursor = int(store.get_setting(KV_MIRROR_CURSOR) or 0)
         done = store.count_facts()
-        while True:
-            page = remote.fetch_facts(agent_id, cursor, PAGE_SIZE)
-            if not page:
-                break
-            mirrored += target.bulk_insert([f for _, f in page], tier_by_score=False)
-            cursor = page[-1][0]
-            with store.transaction():
-                store.set_setting(KV_MIRROR_CURSOR, str(cursor))
-            done += len(page)
-            progress("mirror", min(done, archive), archive)
+        # The next page downloads while this one is written: the network and the local
+        # insert (tokenising, FTS) overlap instead of taking turns.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(remote.fetch_facts, agent_id, cursor, PAGE_SIZE)
+            while True:
+                page = pending.result()
+                if not page:
+                    break
+                pending = pool.submit(remote.fetch_facts, agent_id, page[-1][0], PAGE_SIZE)
+                with store.transaction():      # the page and its cursor land together
+                    mirrored += target.bulk_insert([f for _, f in page], tier_by_score=False)
+                    cursor = page[-1][0]
+                    store.set_setting(KV_MIRROR_CURSOR, str(cursor))
+                done += len(page)
+                progress("mirror", min(done, archive), archive)
         with store.transaction():
             store.set_setting(KV_MIRROR_DONE, "1")
     progress("done", 3, 3)
