@@ -81,16 +81,22 @@ def _tokens(text: str) -> tuple[str, ...]:
     # re-tokenises the same candidate facts query after query.
     out: list[str] = []
     for match in _WORD.finditer(unicodedata.normalize("NFKC", text).lower()):
-        word = match.group(0)
-        if is_cjk(word):
-            out.extend(cjk_bigrams(word))
-        else:
-            # A word glued to CJK characters (e.g. "用vim写") splits at the script boundary.
-            for part in _CJK_RUN.split(word):
-                if part:
-                    out.append(stem(part))
-            for run in _CJK_RUN.findall(word):
-                out.extend(cjk_bigrams(run))
+        out.extend(_word_tokens(match.group(0)))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=65536)
+def _word_tokens(word: str) -> tuple[str, ...]:
+    # Cached per word: words repeat far more than texts do (a restore tokenises 100k facts).
+    if is_cjk(word):
+        return tuple(cjk_bigrams(word))
+    out = []
+    # A word glued to CJK characters (e.g. "用vim写") splits at the script boundary.
+    for part in _CJK_RUN.split(word):
+        if part:
+            out.append(stem(part))
+    for run in _CJK_RUN.findall(word):
+        out.extend(cjk_bigrams(run))
     return tuple(out)
 
 
@@ -107,7 +113,8 @@ def query_terms(text: str) -> list[str]:
 def index_body(text: str, category: str, extra: str = "") -> str:
     """The string stored in the full-text index for one fact."""
     category_words = category.replace("/", " ").replace("-", " ").replace("_", " ")
-    return " ".join(tokens(f"{text} {category_words} {extra}"))
+    # The text's tokens come from the cache filled by normalized_key() for the same text.
+    return " ".join(_tokens(text) + _tokens(f"{category_words} {extra}"))
 
 
 def fts_match_expression(terms: list[str]) -> str:
