@@ -102,7 +102,7 @@ class LocalStore:
 
     def insert_facts_bulk(self, rows: list[tuple[Fact, str, int, str]]) -> int:
         """Insert many (fact, norm_key, size, body) at once, skipping ids already present."""
-        known = {f.id for f in self.facts_by_ids([r[0].id for r in rows])}
+        known = self.existing_ids([r[0].id for r in rows])
         fresh = [r for r in rows if r[0].id not in known]
         if not fresh:
             return 0
@@ -139,6 +139,15 @@ class LocalStore:
             out += [_fact_from_row(r) for r in self.conn.execute(
                 f"SELECT {_FACT_COLUMNS} FROM facts WHERE id IN ({marks})", chunk)]
         return out
+
+    def existing_ids(self, ids: list[str]) -> set[str]:
+        """Which of these fact ids are already stored."""
+        found: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            found.update(r[0] for r in self.conn.execute(
+                f"SELECT id FROM facts WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+        return found
 
     def find_live_by_norm_key(self, norm_key: str) -> Optional[Fact]:
         row = self.conn.execute(

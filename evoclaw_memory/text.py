@@ -80,8 +80,9 @@ def _tokens(text: str) -> tuple[str, ...]:
     # Cached: remember() tokenises a text for its key and its index entry, and retrieval
     # re-tokenises the same candidate facts query after query.
     out: list[str] = []
-    for match in _WORD.finditer(unicodedata.normalize("NFKC", text).lower()):
-        out.extend(_word_tokens(match.group(0)))
+    word_tokens = _word_tokens
+    for word in _WORD.findall(unicodedata.normalize("NFKC", text).lower()):
+        out.extend(word_tokens(word))
     return tuple(out)
 
 
