@@ -24,16 +24,32 @@ TITLE = "3. Sync (real sqld, loopback, JWT)"
 def run(ws: Workspace) -> AreaResult:
     res = AreaResult("sync", TITLE)
     rounds = 40 if ws.quick else 150
+    res = _run(ws, res, rounds, encrypted=False)
+    enc = _run(ws, AreaResult("sync-encrypted", TITLE), rounds, encrypted=True)
+    plain_p95, enc_p95 = res.data["push"]["p95"], enc.data["push"]["p95"]
+    plain_p50, enc_p50 = res.data["push"]["p50"], enc.data["push"]["p50"]
+    res.data["encrypted"] = enc.data
+    res.add("push p50 / p95, end-to-end encrypted", p50_p95(enc.data["push"]),
+            f"plaintext {p50_p95(res.data['push'])}: p50 {enc_p50 / plain_p50:.2f}×, "
+            f"p95 {enc_p95 / plain_p95:.2f}×", "p95 < 1.3× plaintext",
+            verdict(enc_p95 / plain_p95 < 1.3))
+    return res
+
+
+def _run(ws: Workspace, res: AreaResult, rounds: int, encrypted: bool) -> AreaResult:
     pings_per_round = 3
     warmup = 5
     gen = Generator(55)
     with Cloud(ws) as cloud:
-        url = cloud.new_db("sync")
+        url = cloud.new_db("sync-enc" if encrypted else "sync")
         remote = cloud.remote(url)
         client = remote.sql
         remote.ensure_schema()
-        home = ws.new_home("sync")
+        home = ws.new_home("sync-enc" if encrypted else "sync")
         with memory(home) as mem:
+            if encrypted:
+                mem.init_encryption("bench passphrase, not a secret", remote=remote,
+                                    scrypt_n=2 ** 14)
             build_tree(mem)
             for k, v in gen.hot_updates():
                 mem.update_hot(k, v)

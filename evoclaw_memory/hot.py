@@ -156,14 +156,13 @@ def _complete_task(state: HotState, value: dict, now: float) -> None:
 
 
 TOMBSTONE_DAYS = 30        # how long a removal is remembered for merging with other devices
-TOMBSTONE_MAX = 200
+TOMBSTONE_MAX = 64
 
 
 def prune(state: HotState, now: float) -> HotState:
     """Enforce the count limits, then drop entries until the size fits (SPEC §1 order)."""
     state = copy.deepcopy(state)
     ctx = state.active_context
-    _forget_old_tombstones(state, now)
 
     def drop(entries: list, victim) -> list:
         state.clock[f"removed:{victim.id}"] = now
@@ -189,6 +188,7 @@ def prune(state: HotState, now: float) -> HotState:
             ctx.projects = drop(ctx.projects, min(ctx.projects, key=lambda p: p.timestamp))
         else:
             break           # only identity/profile left: the caller refuses the update
+    _forget_old_tombstones(state, now)
     return state
 
 

@@ -149,7 +149,8 @@ class Keyring:
         self._keys = keys
         self.current = current
         self._first = first         # category hashes always use the first key: stable tokens
-        self._subkeys: dict[str, tuple[bytes, bytes]] = {}
+        self._subkeys: dict[str, tuple[AESGCM, bytes]] = {}
+        self._tokens: dict[str, str] = {}
 
     def __repr__(self) -> str:      # never show key material
         return f"Keyring(agent={self.agent_id!r}, keys={len(self._keys)}, current={self.current!r})"
@@ -229,22 +230,24 @@ class Keyring:
 
     # -- sealing ---------------------------------------------------------------------------
 
-    def _sub(self, key_id: str) -> tuple[bytes, bytes]:
-        """(encryption key, category-hash key) derived from one data key with HKDF."""
+    def _sub(self, key_id: str) -> tuple[AESGCM, bytes]:
+        """(cipher, category-hash key) derived from one data key with HKDF, made once: a
+        restore opens hundreds of thousands of values."""
         if key_id not in self._subkeys:
             if key_id not in self._keys:
                 raise CryptoError(f"data key {key_id} is not in this keyring")
             material = HKDF(algorithm=hashes.SHA256(), length=64, salt=None,
                             info=b"evoclaw-memory v1").derive(self._keys[key_id])
-            self._subkeys[key_id] = (material[:32], material[32:])
+            self._subkeys[key_id] = (AESGCM(material[:32]), material[32:])
         return self._subkeys[key_id]
 
     def _aad(self, row_id: str, field: str) -> bytes:
         return f"{self.agent_id}\x1f{row_id}\x1f{field}".encode()
 
     def seal(self, plaintext: str, row_id: str, field: str) -> str:
-        enc_key, _ = self._sub(self.current)
-        nonce, sealed = _seal_raw(enc_key, plaintext.encode(), self._aad(row_id, field))
+        cipher, _ = self._sub(self.current)
+        nonce = os.urandom(12)
+        sealed = cipher.encrypt(nonce, plaintext.encode(), self._aad(row_id, field))
         return f"{PREFIX}{self.current}:{_b64(nonce + sealed)}"
 
     def open(self, value: str, row_id: str, field: str) -> str:
@@ -254,8 +257,8 @@ class Keyring:
         try:
             key_id, body = value[len(PREFIX):].split(":", 1)
             blob = _unb64(body)
-            enc_key, _ = self._sub(key_id)
-            return AESGCM(enc_key).decrypt(blob[:12], blob[12:], self._aad(row_id, field)).decode()
+            cipher, _ = self._sub(key_id)
+            return cipher.decrypt(blob[:12], blob[12:], self._aad(row_id, field)).decode()
         except CryptoError:
             raise
         except (InvalidTag, ValueError, UnicodeDecodeError) as exc:
@@ -264,9 +267,12 @@ class Keyring:
 
     def category_token(self, path: str) -> str:
         """A keyed hash of a category path: the cloud can filter by it, not read it."""
-        _, mac_key = self._sub(self._first)
-        digest = hmac.new(mac_key, f"{self.agent_id}\x1f{path}".encode(), hashlib.sha256).digest()
-        return CATEGORY_PREFIX + digest[:16].hex()
+        if path not in self._tokens:
+            _, mac_key = self._sub(self._first)
+            digest = hmac.new(mac_key, f"{self.agent_id}\x1f{path}".encode(),
+                              hashlib.sha256).digest()
+            self._tokens[path] = CATEGORY_PREFIX + digest[:16].hex()
+        return self._tokens[path]
 
 
 def is_sealed(value: object) -> bool:
