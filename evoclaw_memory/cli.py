@@ -872,6 +872,16 @@ def doctor(ctx: click.Context, skip_network: bool) -> None:
             except Exception as exc:    # noqa: BLE001
                 check("integrity", False, f"PRAGMA quick_check failed: {exc}",
                       "move the database aside and run `evoclaw-memory restore`")
+            try:
+                counts = mem.store.table_counts()
+                missing = [t for t in mem.store.REQUIRED_TABLES if t not in counts]
+                check("schema", not missing,
+                      f"missing tables: {', '.join(missing)}" if missing else
+                      f"{len(counts)} tables, {counts.get('facts', 0)} fact rows",
+                      "move the database aside and run `evoclaw-memory restore`")
+            except Exception as exc:    # noqa: BLE001
+                check("schema", False, f"cannot list tables: {exc}",
+                      "move the database aside and run `evoclaw-memory restore`")
             md = config.memory_md_path
             check("memory_md", _writable(md), str(md),
                   f"make {md.parent} writable, or set memory_md in config.toml")

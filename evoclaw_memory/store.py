@@ -84,6 +84,17 @@ class LocalStore:
             raise
         self.conn.execute("COMMIT")
 
+    REQUIRED_TABLES = ("facts", "facts_fts", "tree_nodes", "hot_state", "outbox", "metrics",
+                       "audit", "kv", "schema_version")
+
+    def table_counts(self) -> dict[str, int]:
+        """Rows per table (sqlite-utils' introspection; imported here, off the per-turn path,
+        because importing it costs ~80 ms)."""
+        import sqlite_utils
+        db = sqlite_utils.Database(self.conn)
+        return {name: db[name].count for name in db.table_names()
+                if not name.startswith(("facts_fts_", "sqlite_"))}
+
     def quick_check(self) -> str:
         """PRAGMA quick_check: 'ok' or the first problem found."""
         return self.conn.execute("PRAGMA quick_check").fetchone()[0]

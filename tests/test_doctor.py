@@ -169,3 +169,20 @@ def test_progress_bar_and_import_progress(tmp_path, home, capsys):
     quiet.update("x", 1, 2)
     quiet.close()
     assert capsys.readouterr().err == ""
+
+
+def test_doctor_reports_missing_tables(tmp_path, monkeypatch):
+    import sqlite3
+    from click.testing import CliRunner
+    from evoclaw_memory.cli import cli
+    monkeypatch.setenv("EVOCLAW_HOME", str(tmp_path))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["store", "--text", "a fact", "--category", "misc"]).exit_code == 0
+    ok = runner.invoke(cli, ["doctor", "--offline"])
+    assert ok.exit_code == 0 and "schema" in ok.output
+    conn = sqlite3.connect(tmp_path / "agents" / "default" / "memory.db")
+    conn.execute("DROP TABLE audit")
+    conn.commit()
+    conn.close()
+    bad = runner.invoke(cli, ["doctor", "--offline"])
+    assert bad.exit_code == 1 and "missing tables: audit" in bad.output
