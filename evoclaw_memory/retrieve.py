@@ -1,29 +1,55 @@
-"""Retrieval (SPEC §3): tree navigation, then full-text ranking, then fallbacks.
+"""Retrieval (SPEC §3): tree navigation, a bounded full-text candidate search, ranking.
 
 1. A TreeNavigator picks up to 5 category paths (the keyword one here; the LLM one plugs in
-   through the same protocol and falls back to the keyword one when it fails).
-2. Facts under those paths are ranked by text relevance × decay score.
-3. When that finds too little: full-text over all warm facts, then over cold facts.
-Every result says how it was found (method) and through which path.
+   through the same protocol and falls back to the keyword one when it fails). The tree is a
+   boost, not a filter: a fact under a chosen path ranks higher and is labelled with the
+   navigator's method and the path; a fact elsewhere can still win on its words.
+2. Candidates come from the full-text index, over every tier at once, in two or three
+   queries whose cost does not grow with the store: the index's bm25 ranking of the rows
+   holding the query's rarer words (words held by more than RANK_BUDGET facts are left out
+   of that MATCH: the index would score every row they hit); the newest facts holding a rare
+   word and a common one (or, when every word is common, all of them); and, for a navigator
+   that is not the keyword one, the newest matching facts under each path it chose.
+3. Each candidate is scored from its stored index body, already tokenised: BM25 over all the
+   query's words (common ones count, weakly) × a softened decay score × the tree boost. An
+   older fact that a newer, similar fact in the same category probably updates is put just
+   below it. Candidates holding less than `min_relevance` of the query's IDF weight are
+   dropped, so a query that shares no telling word with the memory returns nothing.
+Results found under a chosen path carry the navigator's method and that path; the others
+`fts-warm` or `cold`, after the tier they live in. Superseded facts never come back.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+import weakref
 from typing import Optional, Protocol
 
 from .errors import EvoclawError
 from .limits import TIER_HOT
-from .models import Fact, PathChoice, RetrievalResult, TreeNode
+from .models import PathChoice, RetrievalResult, TreeNode
 from .scoring import score
-from .store import LocalStore
-from .text import fts_match_expression, query_terms, tokens
+from .store import LocalStore, fact_from_row
+from .text import STOPWORDS, is_cjk, query_terms, stem, tokens
 from .tree import subtree_counts
 
-CANDIDATES_PER_STEP = 60
-DEFAULT_MIN_RELEVANCE = 0.2
-TREE_BOOST = 0.15        # a fact found under a chosen path ranks a little higher
+DEFAULT_MIN_RELEVANCE = 0.1   # IDF-weighted share of the query's words a result must hold
+RANK_BUDGET = 1_000           # rows the index may bm25-rank in one query (bounds latency)
+EXACT_COUNT = 2_000           # words in more facts than this have their count estimated
+CACHE_COUNT = 200             # counts from this up are cached between queries
+CANDIDATES = 48               # best bm25 matches on the rarer words
+RECENT_CANDIDATES = 24        # newest facts holding a rarer and a common word
+PATH_CANDIDATES = 12          # newest matches under each path a non-keyword navigator chose
+TREE_BOOST = 0.2              # × path relevance: a fact under a chosen path ranks higher
+BM25_K1, BM25_B = 1.2, 0.75   # FTS5's own constants
+UPDATE_SIMILARITY = 0.3       # share of content words a newer fact shares with one it updates
+UPDATE_MARGIN = 1.6           # ... and an older fact scoring up to this much more still yields
+UPDATE_POOL = 20              # how many of the best candidates are compared for updates
+DF_REFRESH = 0.05             # cached counts of common words are kept until the index grows 5%
+
+_STOP = STOPWORDS | frozenset(stem(w) for w in STOPWORDS)
 
 
 class TreeNavigator(Protocol):
@@ -34,6 +60,13 @@ class TreeNavigator(Protocol):
     def choose(self, query: str, nodes: list[TreeNode], limit: int = 5) -> list[PathChoice]:
         """Up to `limit` existing paths, most relevant first. May raise to ask for fallback."""
         ...
+
+
+@functools.lru_cache(maxsize=2048)
+def _path_terms(path: str, description: str = "") -> frozenset[str]:
+    """Search tokens of a tree path's segments (and description); cached: trees change rarely."""
+    return frozenset(tokens(path.replace("/", " ").replace("-", " ").replace("_", " ")
+                            + " " + description))
 
 
 class KeywordNavigator:
@@ -48,16 +81,15 @@ class KeywordNavigator:
         terms = set(query_terms(query))
         if not terms or not nodes:
             return []
+        matched = [(node, terms & _path_terms(node.path, node.description)) for node in nodes]
+        matched = [(node, hits) for node, hits in matched if hits]
+        if not matched:
+            return []
         now = self._now or time.time()
         totals = subtree_counts(nodes)
         biggest = max((w + c for w, c in totals.values()), default=0) or 1
         choices = []
-        for node in nodes:
-            node_terms = set(tokens(node.path.replace("/", " ").replace("-", " ")
-                                    .replace("_", " ") + " " + node.description))
-            hits = terms & node_terms
-            if not hits:
-                continue
+        for node, hits in matched:
             overlap = len(hits) / len(terms)
             w, c = totals[node.path]
             size_boost = 0.1 * math.log1p(w + c) / math.log1p(biggest)
@@ -67,8 +99,33 @@ class KeywordNavigator:
             choices.append(PathChoice(path=node.path, relevance=round(relevance, 3),
                                       reason="matches " + ", ".join(sorted(hits))))
         choices.sort(key=lambda c: (-c.relevance, c.path.count("/") * -1, c.path))
-        # A chosen path already covers its descendants: keep the most specific useful ones.
         return choices[:limit]
+
+
+class _Corpus:
+    """Per-store cache of the counts of common words (they barely move as facts arrive)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.common: dict[str, int] = {}
+
+
+_CORPORA: "weakref.WeakKeyDictionary[LocalStore, _Corpus]" = weakref.WeakKeyDictionary()
+
+
+class _Candidate:
+    """A fact row being ranked: row = (rowid, *fact columns, index body)."""
+
+    __slots__ = ("row", "body", "category", "created_at", "rank", "relevance", "choice")
+
+    def __init__(self, row: tuple):
+        self.row = row
+        self.body = row[12].split()          # the index body is pre-tokenised text
+        self.category: str = row[3]
+        self.created_at: float = row[5]
+        self.rank = 0.0
+        self.relevance = 0.0
+        self.choice: Optional[PathChoice] = None
 
 
 class Retriever:
@@ -99,61 +156,164 @@ class Retriever:
         terms = query_terms(query)
         if not terms:
             return []
-        match = fts_match_expression(terms)
-        weights = self._term_weights(terms)
+        rows, avg_len = self.store.corpus_stats()
+        df = self._frequencies(terms, rows)
+        known = sorted((t for t in terms if df.get(t)), key=lambda t: (df[t], t))
+        if not known:
+            return []                       # no query word is in any fact: nothing to find
         method, choices = self.navigate(query, self.store.tree_nodes())
-        found: dict[str, RetrievalResult] = {}
+        rowids = self._candidate_rowids(known, df, choices, method)
+        if not rowids:
+            return []
+        candidates = [_Candidate(r) for r in self.store.live_rows_with_bodies(rowids)]
+        self._score(candidates, terms, df, rows, avg_len, choices, now)
+        candidates = [c for c in candidates if c.relevance >= self.min_relevance]
+        candidates.sort(key=_order)
+        _yield_to_updates(candidates[:UPDATE_POOL])
+        candidates.sort(key=_order)
+        results = []
+        for c in candidates[:limit]:
+            fact = fact_from_row(c.row[1:12])
+            if c.choice is not None:
+                how, path = method, c.choice.path
+            else:
+                how, path = ("fts-warm" if fact.tier == "warm" else "cold"), fact.category
+            results.append(RetrievalResult(fact=fact, method=how, path=path,
+                                           relevance=round(c.relevance, 4),
+                                           score=round(c.rank, 6)))
+        return results
 
-        def collect(rows, how: str, path: Optional[str], boost: float) -> None:
-            for fact, _bm25 in rows:
-                if fact.id in found:
+    # -- steps ---------------------------------------------------------------------------
+
+    def _frequencies(self, terms: list[str], rows: int) -> dict[str, int]:
+        """Facts holding each term: exact for rare words, cached estimates for common ones."""
+        corpus = _CORPORA.get(self.store)
+        if corpus is None:
+            corpus = _CORPORA[self.store] = _Corpus()
+        if abs(rows - corpus.rows) > DF_REFRESH * max(corpus.rows, 1):
+            corpus.rows, corpus.common = rows, {}
+        common = corpus.common
+        df = {t: common[t] for t in terms if common.get(t) is not None}
+        fresh = self.store.document_frequencies([t for t in terms if t not in df],
+                                                cap=EXACT_COUNT)
+        for term, count in fresh.items():
+            if count >= CACHE_COUNT:
+                if len(corpus.common) > 4096:
+                    corpus.common.clear()
+                corpus.common[term] = count
+        df.update(fresh)
+        return df
+
+    def _candidate_rowids(self, known: list[str], df: dict[str, int],
+                          choices: list[PathChoice], method: str) -> list[int]:
+        """Rowids worth scoring, from a few full-text queries of bounded cost."""
+        rare, total = [], 0
+        for term in known:                  # rarest first
+            if total + df[term] > RANK_BUDGET:
+                break
+            rare.append(term)
+            total += df[term]
+        common = known[len(rare):]
+        found: dict[int, None] = {}
+        search = self.store.match_rowids
+        if rare:
+            # The index ranks every row the MATCH hits: only words it can rank cheaply.
+            found.update(dict.fromkeys(search(_any(rare), limit=CANDIDATES)))
+            if common:
+                found.update(dict.fromkeys(search(f"({_any(rare)}) AND ({_any(common)})",
+                                                  order="recent", limit=RECENT_CANDIDATES)))
+        else:
+            # Only common words: the newest facts holding all of them (or, failing that,
+            # the rarest ones) form the pool; scoring then prefers the best of them.
+            found.update(dict.fromkeys(search(_all(common), order="recent", limit=CANDIDATES)))
+            if len(found) < RECENT_CANDIDATES and len(common) > 1:
+                found.update(dict.fromkeys(search(_any(common[:2]), order="recent",
+                                                  limit=CANDIDATES)))
+        if choices and method != self.fallback.method:
+            # A navigator that understands the query may pick a path whose facts share few
+            # of its words: look there too (the keyword navigator only picks paths whose
+            # words the query holds, which the searches above already cover).
+            for choice in choices:
+                words = sorted(_path_terms(choice.path))
+                if words:
+                    found.update(dict.fromkeys(search(f"{_all(words)} AND ({_any(known)})",
+                                                      order="recent", limit=PATH_CANDIDATES)))
+        return list(found)
+
+    def _score(self, candidates: list[_Candidate], terms: list[str], df: dict[str, int],
+               rows: int, avg_len: float, choices: list[PathChoice], now: float) -> None:
+        """Set each candidate's relevance (0..1), rank and chosen path."""
+        n = max(rows, 1)
+        # Lucene's BM25 idf: like FTS5's, but never zero or negative, so a word held by half of
+        # a young agent's few facts still counts a little.
+        idf = {t: math.log(1 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+        weight = {t: 0.0 if not df.get(t) and is_cjk(t) else math.log(1 + n / (1 + df.get(t, 0)))
+                  for t in terms}
+        # A CJK bigram no fact holds is almost always one that straddles two words: it says
+        # nothing about whether the memory knows the answer, so it does not count.
+        total_weight = sum(weight.values()) or 1.0
+        k1, b, avg = BM25_K1, BM25_B, max(avg_len, 1.0)
+        for c in candidates:
+            body = c.body
+            norm = k1 * (1 - b + b * len(body) / avg)
+            bm25 = held = 0.0
+            for t in terms:
+                tf = body.count(t)
+                if tf:
+                    bm25 += idf[t] * tf * (k1 + 1) / (tf + norm)
+                    held += weight[t]
+            c.relevance = held / total_weight
+            row = c.row
+            value = score(row[4], row[5], row[7], now, self.decay_days, self.access_boost)
+            rank = bm25 * (0.6 + 0.4 * min(1.0, value / TIER_HOT))
+            c.choice = next((ch for ch in choices if c.category == ch.path
+                             or c.category.startswith(ch.path + "/")), None)
+            if c.choice is not None:
+                rank *= 1 + TREE_BOOST * max(0.0, min(1.0, c.choice.relevance))
+            c.rank = rank
+
+
+def _order(c: _Candidate) -> tuple:
+    """Best rank first; on a tie the newer fact, then the later-stored one."""
+    return (-c.rank, -c.created_at, -c.row[0])
+
+
+def _yield_to_updates(pool: list[_Candidate]) -> None:
+    """Put an older fact just below a newer, similar one in the same category.
+
+    Agents write updates as new facts ("Biscuit now gets 100 g", "the dentist is now Dr
+    Okafor") and old facts are not always marked superseded; the two share most of their
+    words, so on words alone the older one often wins. When a newer fact in the same
+    category shares at least UPDATE_SIMILARITY of the content words of the shorter one and
+    the older fact does not beat it by more than UPDATE_MARGIN, the newer one goes first.
+    """
+    by_category: dict[str, list[_Candidate]] = {}
+    for c in pool:
+        by_category.setdefault(c.category, []).append(c)
+    for group in by_category.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda c: c.created_at)
+        content = [frozenset(c.body) - _path_terms(c.category) - _STOP for c in group]
+        for i in reversed(range(len(group) - 1)):     # newest first: chains keep their order
+            old = group[i]
+            for j in range(i + 1, len(group)):
+                new = group[j]
+                if (new.created_at <= old.created_at
+                        or not new.rank <= old.rank <= UPDATE_MARGIN * new.rank):
                     continue
-                relevance = _coverage(weights, fact)
-                if relevance < self.min_relevance:
-                    continue
-                value = score(fact.importance, fact.created_at, fact.access_count, now,
-                              self.decay_days, self.access_boost)
-                found[fact.id] = RetrievalResult(fact=fact, method=how, path=path or fact.category,
-                                                 relevance=round(relevance, 4),
-                                                 score=self._rank(relevance, value, boost))
-
-        if choices:
-            paths = [c.path for c in choices]
-            for tier in ("warm", "cold"):
-                rows = self.store.search(match, tier=tier, categories=paths,
-                                         limit=CANDIDATES_PER_STEP)
-                for fact, bm in rows:
-                    via = next((c for c in choices if fact.category == c.path
-                                or fact.category.startswith(c.path + "/")), choices[0])
-                    collect([(fact, bm)], method, via.path, TREE_BOOST * via.relevance)
-        if len(found) < limit:
-            collect(self.store.search(match, tier="warm", exclude=found,
-                                      limit=CANDIDATES_PER_STEP), "fts-warm", None, 0.0)
-        if len(found) < limit:
-            collect(self.store.search(match, tier="cold", exclude=found,
-                                      limit=CANDIDATES_PER_STEP), "cold", None, 0.0)
-        ranked = sorted(found.values(), key=lambda r: -r.score)
-        return ranked[:limit]
-
-    def _rank(self, relevance: float, value: float, boost: float) -> float:
-        """Final order: text relevance times a softened decay score, plus the tree boost.
-
-        A raw `relevance × score` would bury every fact older than a few months (the decay
-        reaches ~0), yet the archive is there to be found; so the score moves the rank by
-        at most 40%, which is enough for a newer fact to beat the one it replaces.
-        """
-        return round(relevance * (0.6 + 0.4 * min(1.0, value / TIER_HOT)) + boost * relevance, 6)
-
-    def _term_weights(self, terms: list[str]) -> dict[str, float]:
-        """IDF weight of each query term over all stored facts (rare words count more)."""
-        total = max(1, self.store.conn.execute("SELECT max(rowid) FROM facts").fetchone()[0] or 1)
-        df = self.store.document_frequencies(terms)
-        return {t: math.log(1 + total / (1 + df.get(t, 0))) for t in terms}
+                a, b = content[i], content[j]
+                if a and b and len(a & b) >= UPDATE_SIMILARITY * min(len(a), len(b)):
+                    old.rank = new.rank * 0.99
 
 
-def _coverage(weights: dict[str, float], fact: Fact) -> float:
-    """IDF-weighted share of the query's terms that the fact contains (0..1)."""
-    fact_tokens = set(tokens(f"{fact.text} {fact.category.replace('/', ' ')} "
-                             f"{' '.join(fact.metadata.urls + fact.metadata.paths + fact.metadata.commands)}"))
-    total = sum(weights.values()) or 1.0
-    return sum(w for t, w in weights.items() if t in fact_tokens) / total
+def _any(terms: list[str]) -> str:
+    return " OR ".join(_quote(t) for t in terms)
+
+
+def _all(terms: list[str]) -> str:
+    return " AND ".join(_quote(t) for t in terms)
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'

@@ -34,6 +34,30 @@ def _fact_from_row(row: tuple) -> Fact:
                 superseded_by=row[10])
 
 
+fact_from_row = _fact_from_row      # for callers of live_rows_with_bodies
+
+
+def _phrase(term: str) -> str:
+    """One term as a quoted FTS5 phrase (quotes make any input safe)."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _varints(data: bytes) -> list[int]:
+    """SQLite varints (big-endian, 7 bits a byte, the 9th byte whole), as FTS5 writes them."""
+    out, value, count = [], 0, 0
+    for byte in data:
+        count += 1
+        if count == 9:
+            out.append((value << 8) | byte)
+            value, count = 0, 0
+        elif byte & 0x80:
+            value = (value << 7) | (byte & 0x7F)
+        else:
+            out.append((value << 7) | byte)
+            value, count = 0, 0
+    return out
+
+
 def _private_file(path: Path) -> None:
     """Create the folder 0700 and the file 0600 before SQLite opens it (it would use 0644)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -250,13 +274,73 @@ class LocalStore:
             raise StoreError(f"full-text search failed: {exc}") from exc
         return [(_fact_from_row(r[:11]), r[11]) for r in rows]
 
-    def document_frequencies(self, terms: list[str]) -> dict[str, int]:
-        """How many facts contain each (already tokenised) term, from the fts5vocab table."""
+    def document_frequencies(self, terms: list[str], cap: Optional[int] = None) -> dict[str, int]:
+        """How many facts contain each (already tokenised) term (absent terms are left out).
+
+        Exact by default (the fts5vocab table, whose cost grows with the term's count). With
+        `cap`, a term found in at least `cap` facts is estimated instead from the density of
+        its `cap` newest entries, so a very common word costs no more than a rare one.
+        """
         if not terms:
             return {}
-        marks = ",".join("?" * len(terms))
-        return dict(self.conn.execute(
-            f"SELECT term, doc FROM facts_vocab WHERE term IN ({marks})", terms).fetchall())
+        if cap is None:
+            marks = ",".join("?" * len(terms))
+            return dict(self.conn.execute(
+                f"SELECT term, doc FROM facts_vocab WHERE term IN ({marks})", terms).fetchall())
+        out: dict[str, int] = {}
+        top = None
+        for term in terms:
+            count, oldest = self.conn.execute(
+                "SELECT count(*), min(rowid) FROM (SELECT rowid FROM facts_fts WHERE facts_fts "
+                "MATCH ? ORDER BY rowid DESC LIMIT ?)", (_phrase(term), cap)).fetchone()
+            if count >= cap:
+                if top is None:
+                    top = self.conn.execute("SELECT max(rowid) FROM facts").fetchone()[0] or 0
+                count = max(cap, round(count * top / max(1, top - oldest + 1)))
+            if count:
+                out[term] = count
+        return out
+
+    def corpus_stats(self) -> tuple[int, float]:
+        """(indexed facts, mean tokens per fact) of the full-text index, as bm25 sees them.
+
+        Read from FTS5's averages record (one small row) rather than counted."""
+        try:
+            row = self.conn.execute("SELECT block FROM facts_fts_data WHERE id = 1").fetchone()
+            values = _varints(bytes(row[0])) if row and row[0] else []
+            if len(values) >= 2 and values[0] > 0:
+                return values[0], values[1] / values[0]
+        except (sqlite3.Error, TypeError, ValueError):
+            pass
+        rows = self.conn.execute("SELECT count(*) FROM facts_fts").fetchone()[0]
+        return rows, 20.0
+
+    def match_rowids(self, match: str, *, order: str = "rank", limit: int = 50) -> list[int]:
+        """Rowids of indexed facts matching an FTS5 expression (superseded ones included).
+
+        order 'rank': best bm25 first (the index scores every matching row: keep the
+        expression selective); 'recent': newest first, which stops after `limit` rows."""
+        by = "rank" if order == "rank" else "rowid DESC"
+        try:
+            return [r[0] for r in self.conn.execute(
+                f"SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? ORDER BY {by} LIMIT ?",
+                (match, limit))]
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"full-text search failed: {exc}") from exc
+
+    def live_rows_with_bodies(self, rowids: Iterable[int]) -> list[tuple]:
+        """(rowid, *fact columns, index body) of the live facts among `rowids`; turn the
+        columns into a Fact with `fact_from_row(row[1:12])`."""
+        ids = list(rowids)
+        out: list[tuple] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            out += self.conn.execute(
+                f"SELECT f.rowid, {', '.join('f.' + c.strip() for c in _FACT_COLUMNS.split(','))}, "
+                "x.body FROM facts f JOIN facts_fts x ON x.rowid = f.rowid "
+                f"WHERE f.rowid IN ({','.join('?' * len(chunk))}) AND f.superseded_by IS NULL",
+                chunk).fetchall()
+        return out
 
     def search_metadata(self, fragment: str, limit: int = 20) -> list[Fact]:
         """Live facts whose metadata (urls, commands, paths) or text contains `fragment`."""

@@ -122,3 +122,86 @@ def test_context_assembly_caps_retrieved_bytes(mem):
 def test_nothing_found_for_unrelated_query(mem):
     load(mem, FACTS)
     assert mem.retrieve("quantum chromodynamics lecture") == []
+
+
+# -- ranking and bounded candidate search ------------------------------------------------------
+
+def test_the_tree_is_a_boost_not_a_filter(mem):
+    mem.remember("The car is a blue Skoda estate", category="home/car")
+    insurance = mem.remember("Car insurance renewal is due in May with Admiral",
+                             category="owner/finance")
+    hits = mem.retrieve("car insurance renewal")
+    assert hits[0].fact.id == insurance.id and hits[0].method == "fts-warm"
+    assert any(h.method == "keyword-tree" and h.path == "home/car" for h in hits)
+
+
+def test_an_update_outranks_the_fact_it_replaces_without_supersede(mem, clock):
+    old = mem.remember("Biscuit gets 120 g of salmon kibble twice a day",
+                       category="home/pets/biscuit", created_at=clock.now - 300 * 86_400)
+    new = mem.remember("Biscuit now gets 100 g of kibble twice a day on his diet",
+                       category="home/pets/biscuit", created_at=clock.now - 20 * 86_400)
+    other = mem.remember("Biscuit's salmon treats are in the blue tin",
+                         category="home/pets/biscuit", created_at=clock.now - 400 * 86_400)
+    ids = [h.fact.id for h in mem.retrieve("how much salmon kibble does Biscuit get")]
+    assert ids.index(new.id) < ids.index(old.id)
+    assert other.id in ids                      # a different fact is not pushed down
+
+
+def test_common_words_stay_out_of_the_ranked_match(mem, monkeypatch):
+    from evoclaw_memory import retrieve
+    monkeypatch.setattr(retrieve, "RANK_BUDGET", 3)      # "ana" is common in this store
+    for i in range(8):
+        mem.remember(f"Ana booked table {i} at the pizzeria", category="owner/schedule")
+    coffee = mem.remember("Ana drinks a flat white every morning", category="owner/preferences")
+    mem.remember("The morning train leaves at 7:40", category="travel")
+    seen = []
+    original = mem.store.match_rowids
+    monkeypatch.setattr(mem.store, "match_rowids",
+                        lambda match, **kw: seen.append((match, kw)) or original(match, **kw))
+    hits = mem.retrieve("what does Ana drink in the morning")
+    assert hits[0].fact.id == coffee.id
+    ranked = [m for m, kw in seen if kw.get("order", "rank") == "rank"]
+    assert ranked and all('"ana"' not in m for m in ranked)
+    # Only common words: the newest facts holding them all still answer.
+    assert mem.retrieve("Ana pizzeria")[0].fact.text.startswith("Ana booked table 7")
+
+
+def test_document_frequencies_exact_below_the_cap_estimated_above(mem):
+    for i in range(30):
+        mem.remember(f"Standup note {i}: the pipeline is green", category="work")
+    mem.remember("Only one fact mentions the heron", category="home")
+    store = mem.store
+    terms = ["heron", "pipeline", "zebra"]
+    assert store.document_frequencies(terms) == {"heron": 1, "pipeline": 30}
+    capped = store.document_frequencies(terms, cap=10)
+    assert capped["heron"] == 1 and "zebra" not in capped
+    assert 10 <= capped["pipeline"] <= 40
+    rows, avg_len = store.corpus_stats()
+    assert rows == 31 and 4 < avg_len < 12
+
+
+def test_a_query_sharing_only_a_weak_word_returns_nothing(mem):
+    load(mem, FACTS)
+    for i in range(20):
+        mem.remember(f"Weekly review {i} of the home budget", category="owner/finance")
+    assert mem.retrieve("quantum chromodynamics lecture notes from home") == []
+
+
+class PetsNavigator:
+    method = "llm-tree"
+
+    def choose(self, query, nodes, limit=5):
+        return [PathChoice(path="home/pets", relevance=0.9, reason="the dog")]
+
+
+def test_a_chosen_path_is_searched_even_when_its_facts_hold_only_common_words(
+        home, clock, monkeypatch):
+    from evoclaw_memory import retrieve
+    monkeypatch.setattr(retrieve, "RANK_BUDGET", 10)     # "weekend" is common here
+    with Memory.open("paths", home=home, clock=clock, navigator=PetsNavigator()) as m:
+        walker = m.remember("Hannah takes Biscuit out every weekend", category="home/pets")
+        for i in range(60):                   # newer facts crowd the common word's matches
+            m.remember(f"Weekend plan {i}: cinema and pizza", category="social")
+        hits = m.retrieve("weekend walker", limit=5)
+        assert hits[0].fact.id == walker.id
+        assert (hits[0].method, hits[0].path) == ("llm-tree", "home/pets")
