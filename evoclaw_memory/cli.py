@@ -299,12 +299,18 @@ def store(ctx: click.Context, text: str, category: str, importance: float, urls:
 
 
 @cli.command()
-@click.argument("query")
+@click.argument("query", required=False, default=None)
+@click.option("--query", "-q", "query_flag", default=None, metavar="QUERY",
+              help="The query as a flag (the original skill's form).")
 @click.option("--limit", "-n", type=click.IntRange(1, 100), default=5, show_default=True)
 @common_options
 @click.pass_context
-def retrieve(ctx: click.Context, query: str, limit: int) -> None:
+def retrieve(ctx: click.Context, query: Optional[str], query_flag: Optional[str],
+             limit: int) -> None:
     """Find the facts most relevant to QUERY (tree search, then full text); reinforces them."""
+    if (query is None) == (query_flag is None):
+        raise click.UsageError("give the query once: `retrieve QUERY` or `retrieve --query QUERY`")
+    query = query if query is not None else query_flag
     with _memory(ctx) as mem:
         results = mem.retrieve(query, limit=limit)
     data = [{"id": r.fact.id, "text": r.fact.text, "category": r.fact.category,

@@ -617,6 +617,12 @@ class Memory:
                                                  passphrase, recovery_key))
         return remote
 
+    def refresh_keys(self, remote) -> None:
+        """Adopt the cloud's newer keyring (a rotation on another device) and re-attach it."""
+        from .cloud import keys
+        if keys.local_keyring(self.store) is not None:
+            keys.attach(remote, keys.unlock_keys(self.store, remote, self.agent_id))
+
     def init_encryption(self, passphrase: str, remote=None, scrypt_n: Optional[int] = None) -> str:
         """Set up end-to-end encryption for this agent; returns the recovery key (show ONCE)."""
         from .cloud import keys

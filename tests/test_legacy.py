@@ -330,3 +330,17 @@ def test_skill_md_describes_real_commands():
     for command in ("context", "retrieve", "store", "distill", "hot", "tree", "sync",
                     "consolidate", "import-legacy", "mcp", "serve", "doctor"):
         assert f"evoclaw-memory {command}" in text, command
+
+
+def test_retrieve_accepts_the_original_query_flag(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+    from evoclaw_memory.cli import cli
+    monkeypatch.setenv("EVOCLAW_HOME", str(tmp_path))
+    runner = CliRunner()
+    runner.invoke(cli, ["store", "--text", "The router lives in the hall cupboard", "--category", "home"])
+    flag = runner.invoke(cli, ["retrieve", "--query", "router cupboard", "--json"])
+    positional = runner.invoke(cli, ["retrieve", "router cupboard", "--json"])
+    assert flag.exit_code == 0 and "hall cupboard" in flag.output
+    assert "hall cupboard" in positional.output
+    both = runner.invoke(cli, ["retrieve", "x", "--query", "y"])
+    assert both.exit_code == 2

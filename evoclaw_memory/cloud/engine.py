@@ -96,6 +96,7 @@ class SyncEngine:
         report = SyncReport()
         compact_outbox(self.store, OUTBOX_MAX_FACTS)
         conflicts = 0
+        refreshed = False
         while True:
             entries = self.store.outbox(limit=self.batch_size + 1)
             fact_entries = [(seq, ref) for seq, kind, ref in entries if kind == "fact"][:self.batch_size]
@@ -118,13 +119,20 @@ class SyncEngine:
                 raise DeviceRevoked("this device was revoked by its owner: its local memory "
                                     "has been wiped; restore on a trusted device")
             pulled = [f for _, f in result.pulled]
+            cursor_after = max([cursor] + [r for r, _ in result.pulled])
+            # Rows sealed under a data key this device has not seen (a rotation on another
+            # device) are not skipped: the cursor stops before them, the keyring is refreshed
+            # and they are pulled again.
+            newer_key = [r for r, why in result.unreadable if "not in this keyring" in why]
+            if newer_key:
+                cursor_after = max(cursor, min(newer_key) - 1)
+                pulled = [f for r, f in result.pulled if r <= cursor_after]
             with self.store.transaction():
                 self.store.ack_outbox([seq for seq, _ in fact_entries])
                 if result.state_pushed and state_entry is not None:
                     self.store.ack_outbox([state_entry])   # a newer change has a newer seq
                 self.store.set_setting(KV_REMOTE_VERSION, str(result.version))
-                if result.pulled:
-                    self.store.set_setting(KV_PULL_CURSOR, str(max(r for r, _ in result.pulled)))
+                self.store.set_setting(KV_PULL_CURSOR, str(cursor_after))
                 self.store.set_setting(KV_LAST_PUSH, repr(time.time()))
                 if resync is not None and self.store.get_setting("sync.resync_done") == "1":
                     self.store.ack_outbox([resync])
@@ -155,7 +163,12 @@ class SyncEngine:
                 if needs_push or self.store.outbox(limit=1):
                     continue
                 break
-            more_pull = len(result.pulled) >= 200
+            if (newer_key or result.needs_keys) and not refreshed \
+                    and hasattr(self.local, "refresh_keys"):
+                refreshed = True
+                self.local.refresh_keys(self.remote)
+                continue
+            more_pull = len(result.pulled) + len(result.unreadable) >= 200 and not newer_key
             if not self.store.outbox(limit=1) and not more_pull:
                 break
             if not fact_entries and state_entry is None and resync is None and not more_pull:

@@ -50,6 +50,8 @@ class PushResult(msgspec.Struct):
     version: int                             # the cloud's critical-state version afterwards
     revoked: bool                            # this device has been revoked
     pulled: list[tuple[int, Fact]] = []      # other devices' facts after the cursor
+    unreadable: list[tuple[int, str]] = []   # (rowid, why) of pulled rows that did not open
+    needs_keys: bool = False                 # the cloud's state is sealed under a newer key
 
 
 class Device(msgspec.Struct):
@@ -240,7 +242,7 @@ class SqlRemote:
         """Decode archive rows; a row that fails authentication is reported and skipped."""
         return [f for _, f in self._paged([(0, *row) for row in rows])]
 
-    def _paged(self, rows: list[tuple]) -> list[tuple[int, Fact]]:
+    def _paged(self, rows: list[tuple], unreadable: Optional[list] = None) -> list[tuple[int, Fact]]:
         """Decode (rowid, ...) rows, skipping and recording the ones that do not open."""
         out = []
         for row in rows:
@@ -248,6 +250,8 @@ class SqlRemote:
                 out.append((int(row[0]), self.codec.fact(row[1:])))
             except CryptoError as exc:
                 self.rejected.append(str(exc))
+                if unreadable is not None:
+                    unreadable.append((int(row[0]), str(exc)))
         return out
 
     # -- schema ------------------------------------------------------------------------------
@@ -337,6 +341,8 @@ class SqlRemote:
             (agent_id, pull_after, device_id, pull_limit)))
         results = self.sql.transaction(stmts)
         state_rows, device_rows, pulled_rows = results[-3].rows, results[-2].rows, results[-1].rows
+        unreadable: list[tuple[int, str]] = []
+        needs_keys = False
         is_revoked = device_rows[0][0] is not None
         if device_rows[0][1] and not self.codec.encrypted:
             raise CryptoError("this agent's cloud memory is end-to-end encrypted (set up on "
@@ -350,11 +356,18 @@ class SqlRemote:
             version = int(version or 0)
             state_pushed = state is not None and data is None and version == new_version
             if data is not None:
-                remote = RemoteState(version=version, device_id=writer, state=self.codec.state(data),
-                                     updated_at=float(updated or 0))
+                try:
+                    remote = RemoteState(version=version, device_id=writer,
+                                         state=self.codec.state(data),
+                                         updated_at=float(updated or 0))
+                except CryptoError as exc:
+                    if "not in this keyring" not in str(exc):
+                        raise
+                    needs_keys = True           # another device rotated: refresh, retry
         return PushResult(facts=0 if is_revoked else len(facts), state_pushed=state_pushed,
                           remote=remote, version=version, revoked=is_revoked,
-                          pulled=self._paged(pulled_rows))
+                          pulled=self._paged(pulled_rows, unreadable),
+                          unreadable=unreadable, needs_keys=needs_keys)
 
     def pull_state(self, agent_id: str) -> Optional[RemoteState]:
         self._ready()

@@ -200,3 +200,23 @@ def test_file_cloud_can_be_encrypted_too(tmp_path):
     with Memory.open("sam", home=tmp_path / "b", cloud_url=str(cloud)) as mem:
         mem.restore(passphrase=PASS)
         assert mem.hot.identity.agent_name == "Claw"
+
+
+def test_rotation_on_one_device_is_picked_up_by_another(encrypted_cloud, tmp_path):
+    server, url, token, recovery, facts = encrypted_cloud
+    with Memory.open("sam", home=tmp_path / "a", cloud_url=url, cloud_token=token) as a, \
+            Memory.open("sam", home=tmp_path / "b", cloud_url=url, cloud_token=token) as b:
+        a.restore(passphrase=PASS)
+        b.restore(passphrase=PASS)
+        a.rotate_key()
+        new = a.remember("Written under the rotated key: the shed code is 7712", category="home")
+        a.sync()
+        report = b.sync()                                  # b still holds the old keyring
+        assert b.store.get_fact(new.id) is not None, report
+        assert b.retrieve("shed code")[0].fact.id == new.id
+        b.remember("b writes after adopting the new key", category="home")
+        b.sync()
+    with SqlRemote(HranaClient(url, token), "raw") as raw:
+        texts = [r[0] for r in raw.sql.execute("SELECT text FROM cold_memories").rows]
+    current = {t.split(":")[2] for t in texts}
+    assert len(current) == 1                                # everything sealed under one key
