@@ -42,12 +42,15 @@ def _meta(quick: bool, areas: list[str]) -> dict:
 
 def isolate_environment() -> None:
     """Benchmarks measure the library's defaults: no cloud, LLM or home settings of the
-    caller's shell may reach the stores they open (the quality area only needs to know
-    whether an LLM was configured, to say it skipped it)."""
+    caller's shell may reach the stores they open (the quality area reads the LLM endpoint
+    from its EVOCLAW_BENCH_ copy and builds its own client)."""
+    # The LLM endpoint is kept aside for the quality area only (it builds its own client).
+    for key in ("EVOCLAW_LLM_BASE_URL", "EVOCLAW_LLM_MODEL", "EVOCLAW_LLM_API_KEY"):
+        os.environ[key.replace("EVOCLAW_", "EVOCLAW_BENCH_")] = os.environ.get(key, "")
     os.environ["EVOCLAW_BENCH_LLM_CONFIGURED"] = "1" if os.environ.get("EVOCLAW_LLM_BASE_URL") else ""
     for key in list(os.environ):
-        if key.startswith("TURSO_") or (key.startswith("EVOCLAW_") and key not in
-                                         ("EVOCLAW_DEVSET", "EVOCLAW_BENCH_LLM_CONFIGURED")):
+        if key.startswith("TURSO_") or (key.startswith("EVOCLAW_") and key != "EVOCLAW_DEVSET"
+                                         and not key.startswith("EVOCLAW_BENCH_")):
             del os.environ[key]
 
 

@@ -14,7 +14,10 @@ age_days, their own importance, category and metadata; ids are never shown to th
   category words, URLs/commands/paths), tokenised with evoclaw_memory.text.tokens (CJK
   bigrams), queries through text.query_terms; a result "scores above threshold" when its
   BM25 score is > 0;
-- LLM navigator: n/a until issue 5.
+- LLM navigator: when an OpenAI-compatible endpoint is given (EVOCLAW_LLM_BASE_URL, e.g.
+  from `bench/local_llm.sh start`), the same retrieval with the LLM tree navigator (one call
+  per query; its failures fall back to the keyword navigator inside the call, as in
+  production), with calls, tokens and how often the LLM's answer was used.
 """
 
 from __future__ import annotations
@@ -68,6 +71,31 @@ def _keyword_runs(ws: Workspace, devset: dict) -> dict[str, list[tuple[str, floa
             results = retriever.retrieve(q["query"], limit=10)
             out[q["id"]] = [(ours[r.fact.id], r.score) for r in results]
     return out
+
+
+def _llm_runs(ws: Workspace, devset: dict, url: str) -> tuple[dict, dict]:
+    """Retrieval with the LLM navigator; returns (runs, call statistics)."""
+    from evoclaw_memory.llm import LLMClient
+    from evoclaw_memory.llm_navigator import LLMNavigator
+    home, ours = _load(ws, devset)
+    client = LLMClient(url, os.environ.get("EVOCLAW_BENCH_LLM_MODEL") or "smollm2-135m-instruct",
+                       os.environ.get("EVOCLAW_BENCH_LLM_API_KEY") or None, timeout=60)
+    navigator = LLMNavigator(client)
+    out, used, latencies = {}, 0, []
+    with memory(home, navigator=navigator) as mem:
+        retriever = mem.retriever()
+        for q in devset["queries"]:
+            t = time.perf_counter()
+            results = retriever.retrieve(q["query"], limit=10)
+            latencies.append(time.perf_counter() - t)
+            used += bool(navigator.last and navigator.last.used)
+            out[q["id"]] = [(ours[r.fact.id], r.score) for r in results]
+    n = len(devset["queries"])
+    stats = {"queries": n, "calls": client.stats.calls, "errors": client.stats.errors,
+             "prompt_tokens_per_query": client.stats.prompt_tokens / n,
+             "completion_tokens_per_query": client.stats.completion_tokens / n,
+             "answer_used": used, "median_s": sorted(latencies)[n // 2]}
+    return out, stats
 
 
 def _bm25_runs(devset: dict) -> dict[str, list[tuple[str, float]]]:
@@ -129,18 +157,32 @@ def run(ws: Workspace) -> AreaResult:
     log(f"quality: {len(devset['facts'])} facts, {len(devset['queries'])} queries")
     kw = score(devset, _keyword_runs(ws, devset))
     bm = score(devset, _bm25_runs(devset))
-    llm = "n/a (issue 5)"
-    if os.environ.get("EVOCLAW_BENCH_LLM_CONFIGURED") or os.environ.get("EVOCLAW_LLM_BASE_URL"):
-        llm = "skipped (EVOCLAW_LLM_BASE_URL set, but the LLM navigator is not implemented yet: issue 5)"
-        res.notes.append(llm)
-    res.data.update({"devset": str(path), "keyword": kw, "bm25": bm, "llm": llm})
+    url = os.environ.get("EVOCLAW_BENCH_LLM_BASE_URL")
+    lm = None
+    if url:
+        runs, llm_stats = _llm_runs(ws, devset, url)
+        lm = score(devset, runs)
+        lm["calls"] = llm_stats
+        res.notes.append(f"LLM navigator ({os.environ.get('EVOCLAW_BENCH_LLM_MODEL') or 'default model'}): "
+                         f"{llm_stats['calls'] / llm_stats['queries']:.1f} call and "
+                         f"{llm_stats['prompt_tokens_per_query']:.0f} prompt + "
+                         f"{llm_stats['completion_tokens_per_query']:.0f} completion tokens per "
+                         f"query; its answer was used for {llm_stats['answer_used']}/"
+                         f"{llm_stats['queries']} queries (the rest fell back to keywords); "
+                         f"median {llm_stats['median_s'] * 1000:.0f} ms per retrieval.")
+    else:
+        res.notes.append("LLM navigator: no endpoint given (set EVOCLAW_LLM_BASE_URL, e.g. "
+                         "after `bench/local_llm.sh start`), so its column is n/a.")
+    res.data.update({"devset": str(path), "keyword": kw, "bm25": bm, "llm": lm})
     order = ["overall", "direct", "paraphrase", "multi", "temporal", "url", "cjk", "cjk-cross"]
     for t in order + sorted(set(kw["types"]) - set(order)):
         if t not in kw["types"]:
             continue
         k, b = kw["types"][t], bm["types"][t]
+        llm_cell = (f"{lm['types'][t]['recall5']:.2f} / {lm['types'][t]['mrr']:.2f}"
+                    if lm else "n/a")
         res.add(f"recall@5 / MRR — {t} (n={k['n']})", f"{k['recall5']:.2f} / {k['mrr']:.2f}",
-                f"BM25 {b['recall5']:.2f} / {b['mrr']:.2f} · LLM {llm if len(llm) < 20 else 'skipped'}")
+                f"BM25 {b['recall5']:.2f} / {b['mrr']:.2f} · LLM navigator {llm_cell}")
     res.add(f"none queries: mean results above threshold (n={kw['none']['n']})",
             f"{kw['none']['mean_results']:.1f}; {kw['none']['zero']}/{kw['none']['n']} got 0",
             f"BM25 {bm['none']['mean_results']:.1f}; {bm['none']['zero']}/{bm['none']['n']} got 0",
