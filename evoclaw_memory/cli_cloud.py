@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Optional
+from typing import Optional
 
 import click
 
@@ -96,7 +96,8 @@ def sync_critical(ctx: click.Context) -> None:
 def restore(ctx: click.Context, full: bool, force: bool, use_recovery: bool) -> None:
     """Rebuild this device's memory (hot, tree, MEMORY.md, warm facts) from the cloud."""
     with _memory(ctx) as mem:
-        bar = _ProgressBar(enabled=sys.stderr.isatty() and not ctx.obj.json)
+        from .cli_agent import ProgressBar
+        bar = ProgressBar(enabled=sys.stderr.isatty() and not ctx.obj.json, label="restoring")
 
         def run(passphrase, recovery_key):
             if use_recovery and not recovery_key:
@@ -117,30 +118,6 @@ def restore(ctx: click.Context, full: bool, force: bool, use_recovery: bool) -> 
         + (f"; {len(rejected)} damaged row(s) skipped" if rejected else "")))
     for line in rejected:
         click.echo(f"warning: {line}", err=True)
-
-
-class _ProgressBar:
-    """A progress bar on stderr while restore works (only on a terminal)."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self._bar: Any = None
-        self._shown = 0
-
-    def update(self, stage: str, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
-            return
-        if self._bar is None:
-            self._bar = click.progressbar(length=total, label="restoring", file=sys.stderr)
-            self._bar.__enter__()
-        self._bar.label = stage
-        step = max(0, min(done, total) - self._shown)
-        self._bar.update(step)
-        self._shown += step
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
 
 
 # -- cold ------------------------------------------------------------------------------------

@@ -654,16 +654,8 @@ class Memory:
         """Push the outbox (facts + critical state) and pull what other devices wrote.
 
         Returns a SyncReport. Offline, raises Unavailable and the work stays queued."""
-        owned = remote is None
-        if owned:
-            remote = self.open_remote()
-        else:
-            self.secure_remote(remote)
-        try:
-            report = self.sync_engine(remote).sync()
-        finally:
-            if owned:
-                remote.close()
+        with self._remote_scope(remote) as scoped:
+            report = self.sync_engine(scoped).sync()
         with self.store.transaction():
             self.store.incr_metric("syncs")
             self.store.set_metric("last_sync", self.clock())
@@ -827,22 +819,14 @@ class Memory:
         self.config.memory_md_path.unlink(missing_ok=True)
 
     def devices(self, remote=None) -> list:
-        owned = remote is None
-        remote = remote or self.open_remote()
-        try:
-            return remote.devices(self.agent_id)
-        finally:
-            if owned:
-                remote.close()
+        """Devices registered for this agent (no keys needed)."""
+        with self._remote_scope(remote, secure=False) as scoped:
+            return scoped.devices(self.agent_id)
 
     def revoke_device(self, device: str, remote=None) -> bool:
-        owned = remote is None
-        remote = remote or self.open_remote()
-        try:
-            return remote.revoke(self.agent_id, device)
-        finally:
-            if owned:
-                remote.close()
+        """Revoke a device: it wipes itself at its next sync and can write nothing."""
+        with self._remote_scope(remote, secure=False) as scoped:
+            return scoped.revoke(self.agent_id, device)
 
     def cold_query(self, text: Optional[str] = None, category: Optional[str] = None,
                    limit: int = 20, remote=None) -> list[Fact]:
@@ -852,16 +836,8 @@ class Memory:
             category = tree_rules.validate_path(category)
             paths = [category] + [n.path for n in self.store.tree_nodes()
                                   if n.path.startswith(category + "/")]
-        owned = remote is None
-        if owned:
-            remote = self.open_remote()
-        else:
-            self.secure_remote(remote)
-        try:
-            return remote.query_cold(self.agent_id, text, paths, limit)
-        finally:
-            if owned:
-                remote.close()
+        with self._remote_scope(remote) as scoped:
+            return scoped.query_cold(self.agent_id, text, paths, limit)
 
     # -- metrics -----------------------------------------------------------------------------
 
