@@ -3,7 +3,6 @@
 Every test runs against a real SQLite file in a temporary EVOCLAW_HOME (the `home` fixture).
 """
 
-import importlib.util
 import json
 import os
 import shutil
@@ -22,10 +21,6 @@ SECRET_KEY = "sk-SECRET-llm-8b3e0c"
 SQL_NASTIES = ["'; DROP TABLE facts; --", '" OR 1=1', "*", "NEAR(", "\"", "a AND OR NOT",
                "col:val", "^start", "(((", "x -y", "%_\\", "a\x00b"]
 
-needs_notes = pytest.mark.skipif(importlib.util.find_spec("evoclaw_memory.notes") is None,
-                                 reason="evoclaw_memory.notes not written yet")
-needs_distill = pytest.mark.skipif(importlib.util.find_spec("evoclaw_memory.distill") is None,
-                                   reason="evoclaw_memory.distill not written yet")
 
 
 @pytest.fixture
@@ -326,9 +321,7 @@ def test_context_and_metrics(run):
 
 def test_consolidate_modes(run):
     store(run, "Consolidation keeps warm memory small", "general")
-    modes = ["quick"] + (["daily", "monthly", "full"]
-                         if importlib.util.find_spec("evoclaw_memory.notes") else [])
-    for mode in modes:
+    for mode in ("quick", "daily", "monthly", "full"):
         result = run("consolidate", "--mode", mode, "--json")
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout)["mode"] == mode
@@ -367,13 +360,10 @@ def test_search_url_and_get(run):
 
 def test_ingest_daily_empty_workspace(run, tmp_path):
     result = run("ingest-daily", "--workspace", str(tmp_path / "ws"), "--json")
-    if importlib.util.find_spec("evoclaw_memory.notes") is None:
-        pytest.skip("evoclaw_memory.notes not written yet")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["files"] == 0
 
 
-@needs_notes
 def test_validate_exit_statuses(run, tmp_path):
     clean = tmp_path / "clean.md"
     clean.write_text("# 2025-11-30\n\n- Had a quiet day.\n")
@@ -396,8 +386,6 @@ def test_validate_exit_statuses(run, tmp_path):
 
 def test_validate_missing_file(run, tmp_path):
     result = run("validate", str(tmp_path / "nope.md"))
-    if importlib.util.find_spec("evoclaw_memory.notes") is None:
-        pytest.skip("evoclaw_memory.notes not written yet")
     assert result.exit_code == 2
     one_error_line(result.stderr)
 
@@ -419,7 +407,6 @@ def test_distill_rejects_bad_message_list(run):
     assert "empty" in one_error_line(empty.stderr)
 
 
-@needs_distill
 def test_distill_messages_text_and_store(run):
     convo = json.dumps([
         {"role": "user", "content": "I deployed the blog with `docker compose up -d` today, "
@@ -540,9 +527,8 @@ def test_every_json_output_parses(run, tmp_path):
         ("tree", "prune"), ("tree", "remove", "misc"), ("metrics",), ("config", "show"),
         ("doctor",), ("extract-metadata", "see https://a.example.com"),
         ("consolidate", "--mode", "quick"), ("supersede", fact_id, other),
+        ("ingest-daily", "--workspace", str(tmp_path)),
     ]
-    if importlib.util.find_spec("evoclaw_memory.notes") is not None:
-        commands.append(("ingest-daily", "--workspace", str(tmp_path)))
     once = {("tree", "add"), ("tree", "remove"), ("supersede", fact_id)}
     for args in commands:
         placements = [[*args, "--json"]] + ([] if tuple(args[:2]) in once else [["--json", *args]])
