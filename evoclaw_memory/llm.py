@@ -393,9 +393,9 @@ def _parse_candidate(text: str) -> Any:
     return _NOTHING
 
 
-def _balanced_end(text: str, start: int) -> Optional[int]:
-    """Index of the bracket closing the one at `start` (strings respected), or None."""
-    stack: list[str] = []
+def _outside_strings(text: str, start: int = 0):
+    """(index, char) of every character of `text` from `start` that is not inside a JSON
+    string (the quotes themselves are yielded): the one scanner the repairs below share."""
     in_string = escaped = False
     for i in range(start, len(text)):
         ch = text[i]
@@ -406,10 +406,18 @@ def _balanced_end(text: str, start: int) -> Optional[int]:
                 escaped = True
             elif ch == '"':
                 in_string = False
+                yield i, ch
             continue
         if ch == '"':
             in_string = True
-        elif ch in "{[":
+        yield i, ch
+
+
+def _balanced_end(text: str, start: int) -> Optional[int]:
+    """Index of the bracket closing the one at `start` (strings respected), or None."""
+    stack: list[str] = []
+    for i, ch in _outside_strings(text, start):
+        if ch in "{[":
             stack.append("}" if ch == "{" else "]")
         elif ch in "}]":
             if not stack or stack.pop() != ch:
@@ -421,32 +429,16 @@ def _balanced_end(text: str, start: int) -> Optional[int]:
 
 def _drop_trailing_commas(text: str) -> str:
     """`text` without commas that stand right before a closing bracket (outside strings)."""
-    out: list[str] = []
-    in_string = escaped = False
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if in_string:
-            out.append(ch)
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-            out.append(ch)
-        elif ch == ",":
+    dropped = set()
+    n = len(text)
+    for i, ch in _outside_strings(text):
+        if ch == ",":
             j = i + 1
             while j < n and text[j] in " \t\r\n":
                 j += 1
-            if j >= n or text[j] not in "}]":
-                out.append(ch)
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out)
+            if j < n and text[j] in "}]":
+                dropped.add(i)
+    return "".join(ch for i, ch in enumerate(text) if i not in dropped) if dropped else text
 
 
 def _close_truncated(text: str) -> Any:
@@ -460,19 +452,8 @@ def _close_truncated(text: str) -> Any:
     # comma outside strings); try the latest first.
     cuts: list[tuple[int, list[str]]] = []
     stack: list[str] = []
-    in_string = escaped = False
-    for i, ch in enumerate(body):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch in "{[":
+    for i, ch in _outside_strings(body):
+        if ch in "{[":
             stack.append("}" if ch == "{" else "]")
         elif ch in "}]":
             if not stack:
