@@ -75,7 +75,9 @@ class Remote(Protocol):
 
     def fetch_facts(self, agent_id: str, after_rowid: int, limit: int) -> list[tuple[int, Fact]]: ...
 
-    def recent_facts(self, agent_id: str, since: float, limit: int) -> list[Fact]: ...
+    def recent_candidates(self, agent_id: str, since: float, limit: int) -> list[tuple]: ...
+
+    def facts_by_ids(self, agent_id: str, ids: list[str]) -> list[Fact]: ...
 
     def count_facts(self, agent_id: str) -> int: ...
 
@@ -387,14 +389,26 @@ class SqlRemote:
             "ORDER BY rowid LIMIT ?", (agent_id, after_rowid, limit)).rows
         return self._paged(rows)
 
-    def recent_facts(self, agent_id: str, since: float, limit: int) -> list[Fact]:
-        """Live facts created since `since`, newest first (restore's warm candidates)."""
+    def recent_candidates(self, agent_id: str, since: float, limit: int) -> list[tuple]:
+        """(id, importance, created_at, access_count, stored text length) of live facts created
+        since `since`: enough to score them, a fraction of the bytes of the rows themselves."""
         self._ready()
-        rows = self.sql.execute(
-            f"SELECT {_FACT_COLS} FROM cold_memories WHERE agent_id = ? AND created_at >= ? "
-            "AND superseded_by IS NULL ORDER BY created_at DESC LIMIT ?",
-            (agent_id, int(since), limit)).rows
-        return self._facts(rows)
+        return self.sql.execute(
+            "SELECT id, importance, created_at, access_count, length(text) FROM cold_memories "
+            "WHERE agent_id = ? AND created_at >= ? AND superseded_by IS NULL "
+            "ORDER BY created_at DESC LIMIT ?", (agent_id, int(since), limit)).rows
+
+    def facts_by_ids(self, agent_id: str, ids: list[str]) -> list[Fact]:
+        """Whole facts by id (in chunks, one request each)."""
+        self._ready()
+        out: list[Fact] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows = self.sql.execute(
+                f"SELECT {_FACT_COLS} FROM cold_memories WHERE agent_id = ? AND id IN "
+                f"({','.join('?' * len(chunk))})", (agent_id, *chunk)).rows
+            out += self._facts(rows)
+        return out
 
     def max_rowid(self, agent_id: str) -> int:
         """The archive's newest rowid for this agent (where a fresh device's pull cursor starts)."""

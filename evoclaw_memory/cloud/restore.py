@@ -54,6 +54,12 @@ class RestoreReport(msgspec.Struct):
     rejected: list[str] = []        # rows that failed authentication (tampered), skipped
 
 
+def _seconds(created_at) -> float:
+    """created_at as the cloud holds it (the original skill wrote milliseconds in places)."""
+    value = float(created_at or 0)
+    return value / 1000.0 if value > 1e12 else value
+
+
 def _quiet(stage: str, done: int, total: int) -> None:
     pass
 
@@ -78,17 +84,25 @@ def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool 
         target.install_state(state.state if state and state.state else CriticalState(hot=HotState()),
                              keep_counts=True)
         now = time.time()
-        candidates = remote.recent_facts(agent_id, now - WARM_WINDOW_DAYS * 86_400, WARM_CANDIDATES)
-        ranked = sorted(candidates, key=lambda f: -score(f.importance, f.created_at,
-                                                         f.access_count, now, decay_days,
-                                                         access_boost))
-        chosen, used = [], 0
-        for fact in ranked:
-            size = len(fact.text.encode()) + 40
+        # Score the candidates from a few columns, then fetch only the facts that fit warm:
+        # the rows themselves (sealed ones are twice as big) are the bulk of a restore.
+        candidates = remote.recent_candidates(agent_id, now - WARM_WINDOW_DAYS * 86_400,
+                                              WARM_CANDIDATES)
+        ranked = sorted(candidates, key=lambda c: -score(
+            0.5 if c[1] is None else float(c[1]), _seconds(c[2]), int(c[3] or 0), now,
+            decay_days, access_boost))
+        wanted, used = [], 0
+        sealed = getattr(getattr(remote, "codec", None), "encrypted", False)
+        for fact_id, _, _, _, stored_length in ranked:
+            length = int(stored_length or 0)
+            if sealed:      # "enc:v1:<key>:" + base64(nonce + text + tag): back to the text
+                length = max(0, (length - 20) * 3 // 4 - 28)
+            size = length + 40
             if used + size > warm_max_bytes * 0.9:
                 break
-            chosen.append(fact)
+            wanted.append(fact_id)
             used += size
+        chosen = remote.facts_by_ids(agent_id, wanted)
         warm = target.bulk_insert(chosen, tier_by_score=True)
         progress("warm", 2, 3)
         with store.transaction():
