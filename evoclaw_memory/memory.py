@@ -28,7 +28,7 @@ from .models import Fact, FactDraft, HotState, Metadata, RetrievalResult, TreeNo
 from .retrieve import KeywordNavigator, Retriever, TreeNavigator
 from .scoring import score, tier_of
 from .store import LocalStore
-from .text import collapse_spaces, index_body, normalized_key
+from .text import collapse_spaces, key_and_body, normalized_key
 from .warm import belongs_in_cold, eviction_plan, fact_size
 
 Timestamp = Union[float, int, dt.datetime, None]
@@ -431,12 +431,14 @@ class Memory:
         with self.store.transaction():
             nodes = self.store.tree_nodes()
             known = {n.path for n in nodes}
-            for category in set(counts) - known:     # facts filed outside the tree: adopt them
+            strays = set(counts) - known
+            for category in strays:                 # facts filed outside the tree: adopt them
                 target = self._ensure_category(category, now)
                 if target != category:
                     for fact_id in self.store.fact_ids_in_category(category):
                         self._recategorize(fact_id, target, now)
-            counts = self.store.category_counts()
+            if strays:              # counting scans every fact: only again if facts moved
+                counts = self.store.category_counts()
             for node in self.store.tree_nodes():
                 warm, cold = counts.get(node.path, (0, 0))
                 if (warm, cold) != (node.warm_count, node.cold_count):
@@ -686,12 +688,16 @@ class Memory:
             if force:
                 with self.store.transaction():
                     self.store.wipe()
+            began = time.perf_counter()
             self.secure_remote(remote, passphrase, recovery_key, probe=True)
+            unlocked = time.perf_counter() - began
             kwargs = {"progress": progress} if progress else {}
             report = restore(self, remote, self.agent_id, full=full, force=force,
                              warm_max_bytes=self.config.warm_max_bytes,
                              decay_days=self.config.decay_days,
                              access_boost=self.config.access_boost, **kwargs)
+            report.key_seconds = round(unlocked, 3)
+            report.seconds = round(report.seconds + unlocked, 3)
         finally:
             if owned:
                 remote.close()
@@ -798,16 +804,28 @@ class Memory:
 
     def bulk_insert(self, facts: list[Fact], tier_by_score: bool) -> int:
         """Insert restored facts quickly (no outbox: they came from the cloud)."""
+        return self.insert_prepared(self.prepare_bulk(facts, tier_by_score))
+
+    def prepare_bulk(self, facts: list[Fact], tier_by_score: bool) -> list[tuple]:
+        """The CPU half of bulk_insert (tier, duplicate key, size, index body), touching no
+        database, so restore prepares one page while the previous one is written."""
         now = self.clock()
+        cfg = self.config
         rows = []
         for fact in facts:
             cold = not tier_by_score or belongs_in_cold(
                 fact.importance, fact.created_at, fact.access_count, now,
-                retention_days=self.config.warm_retention_days,
-                decay_days=self.config.decay_days, access_boost=self.config.access_boost)
-            fact = msgspec.structs.replace(fact, tier="cold" if cold else "warm")
-            rows.append((fact, normalized_key(fact.text), fact_size(fact.text, fact.metadata),
-                         _index_body(fact)))
+                retention_days=cfg.warm_retention_days, decay_days=cfg.decay_days,
+                access_boost=cfg.access_boost)
+            tier = "cold" if cold else "warm"
+            if fact.tier != tier:
+                fact = msgspec.structs.replace(fact, tier=tier)
+            key, body = _key_and_body(fact)
+            rows.append(LocalStore.bulk_row(fact, key, fact_size(fact.text, fact.metadata), body))
+        return rows
+
+    def insert_prepared(self, rows: list[tuple]) -> int:
+        """The database half of bulk_insert: rows from prepare_bulk(), skipping known ids."""
         with self.store.transaction():
             return self.store.insert_facts_bulk(rows)
 
@@ -880,8 +898,14 @@ def _valid_path(path: str) -> bool:
 
 def _index_body(fact: Fact) -> str:
     """What the full-text index holds for a fact: text, category words, links and commands."""
-    extra = " ".join(fact.metadata.urls + fact.metadata.commands + fact.metadata.paths)
-    return index_body(fact.text, fact.category, extra)
+    return _key_and_body(fact)[1]
+
+
+def _key_and_body(fact: Fact) -> tuple[str, str]:
+    """The fact's duplicate key and its full-text index body, from one tokenisation."""
+    meta = fact.metadata
+    extra = "" if meta.is_empty() else " ".join(meta.urls + meta.commands + meta.paths)
+    return key_and_body(fact.text, fact.category, extra)
 
 
 def _check_input_size(messages: Union[str, list]) -> None:

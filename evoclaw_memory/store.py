@@ -25,6 +25,7 @@ _FACT_COLUMNS = ("id, text, category, importance, created_at, last_access, acces
 _metadata_decoder = msgspec.json.Decoder(Metadata)
 _hot_decoder = msgspec.json.Decoder(HotState)
 _encoder = msgspec.json.Encoder()
+_DEFERRED_INDEXES = "store.deferred_indexes"     # kv: index definitions dropped for a bulk load
 
 
 def _fact_from_row(row: tuple) -> Fact:
@@ -86,10 +87,12 @@ class LocalStore:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             migrate.apply_local(conn)
+            store = cls(conn, path)
+            store.rebuild_deferred_indexes()        # after a bulk load that was killed
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{path} is not a usable evoclaw database ({exc}); "
                              "move it aside and run `evoclaw-memory restore`") from exc
-        return cls(conn, path)
+        return store
 
     def close(self) -> None:
         self.conn.close()
@@ -135,22 +138,74 @@ class LocalStore:
         self.conn.execute("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)",
                           (cur.lastrowid, body))
 
-    def insert_facts_bulk(self, rows: list[tuple[Fact, str, int, str]]) -> int:
-        """Insert many (fact, norm_key, size, body) at once, skipping ids already present."""
-        known = self.existing_ids([r[0].id for r in rows])
-        fresh = [r for r in rows if r[0].id not in known]
-        if not fresh:
+    @staticmethod
+    def bulk_row(fact: Fact, norm_key: str, size: int, body: str) -> tuple[tuple, str]:
+        """A fact as insert_facts_bulk() takes it: (column values, full-text body). Pure, so
+        callers can build rows on another thread while the previous batch is written."""
+        return ((fact.id, fact.text, fact.category, fact.importance, fact.created_at,
+                 fact.last_access, fact.access_count,
+                 "{}" if fact.metadata.is_empty() else _encoder.encode(fact.metadata).decode(),
+                 fact.source, fact.tier, fact.superseded_by, norm_key, size), body)
+
+    def insert_facts_bulk(self, rows: list[tuple[tuple, str]]) -> int:
+        """Insert many bulk_row()s at once, skipping ids already present."""
+        if not rows:
             return 0
         start = (self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]) + 1
-        self.conn.executemany(
+        # The id's unique index finds the ids already present while inserting (a separate
+        # lookup first would walk that index twice); only an id conflict is skipped, any
+        # other constraint still fails loudly.
+        inserted = self.conn.executemany(
             f"INSERT INTO facts (rowid, {_FACT_COLUMNS}, norm_key, size) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(start + i, f.id, f.text, f.category, f.importance, f.created_at, f.last_access,
-              f.access_count, _encoder.encode(f.metadata).decode(), f.source, f.tier,
-              f.superseded_by, key, size) for i, (f, key, size, _) in enumerate(fresh)])
-        self.conn.executemany("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)",
-                              [(start + i, body) for i, (_, _, _, body) in enumerate(fresh)])
-        return len(fresh)
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            [(start + i, *values) for i, (values, _) in enumerate(rows)]).rowcount
+        bodies = [(start + i, body) for i, (_, body) in enumerate(rows)]
+        if inserted < len(rows):        # some ids were known: index only the rows that landed
+            landed = {r[0] for r in self.conn.execute(
+                "SELECT rowid FROM facts WHERE rowid BETWEEN ? AND ?",
+                (start, start + len(rows) - 1))}
+            bodies = [b for b in bodies if b[0] in landed]
+        self.conn.executemany("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)", bodies)
+        return inserted
+
+    @contextlib.contextmanager
+    def indexes_deferred(self) -> Iterator[None]:
+        """Drop the facts table's secondary indexes for a long bulk load, build them after.
+
+        Building an index once over sorted keys is several times cheaper than keeping it up to
+        date row by row. The definitions are saved in kv in the same transaction as the drop,
+        so a process killed mid-load gets its indexes back at the next open().
+        """
+        with self.transaction():
+            defs = [sql for (sql,) in self.conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'facts' "
+                "AND sql IS NOT NULL")]
+            if self.get_setting(_DEFERRED_INDEXES) is None:
+                self.set_setting(_DEFERRED_INDEXES, _encoder.encode(defs).decode())
+            for name in self._facts_index_names():
+                self.conn.execute(f'DROP INDEX "{name}"')
+        try:
+            yield
+        finally:
+            self.rebuild_deferred_indexes()
+
+    def _facts_index_names(self) -> list[str]:
+        return [name for (name,) in self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'facts' "
+            "AND sql IS NOT NULL")]
+
+    def rebuild_deferred_indexes(self) -> None:
+        """Recreate the indexes indexes_deferred() dropped (a no-op when none are pending)."""
+        saved = self.get_setting(_DEFERRED_INDEXES)
+        if saved is None:
+            return
+        with self.transaction():
+            present = set(self._facts_index_names())
+            for sql in msgspec.json.decode(saved, type=list[str]):
+                name = sql.split()[2].strip('"')        # CREATE INDEX <name> ON ...
+                if name not in present:
+                    self.conn.execute(sql)
+            self.conn.execute("DELETE FROM kv WHERE key = ?", (_DEFERRED_INDEXES,))
 
     def reindex_fact(self, fact_id: str, body: str) -> None:
         """Replace a fact's full-text entry (after its text or category changed)."""
@@ -174,15 +229,6 @@ class LocalStore:
             out += [_fact_from_row(r) for r in self.conn.execute(
                 f"SELECT {_FACT_COLUMNS} FROM facts WHERE id IN ({marks})", chunk)]
         return out
-
-    def existing_ids(self, ids: list[str]) -> set[str]:
-        """Which of these fact ids are already stored."""
-        found: set[str] = set()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            found.update(r[0] for r in self.conn.execute(
-                f"SELECT id FROM facts WHERE id IN ({','.join('?' * len(chunk))})", chunk))
-        return found
 
     def find_live_by_norm_key(self, norm_key: str) -> Optional[Fact]:
         row = self.conn.execute(

@@ -1,6 +1,8 @@
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 
 import pytest
 
@@ -89,3 +91,74 @@ def test_invalid_agent_ids_rejected(home):
         with pytest.raises(ValidationError, match="invalid agent id"):
             Memory.open(bad, home=home)
     assert not (home / "etc").exists()
+
+
+def _bulk_rows(mem, texts, tier_by_score=False):
+    from evoclaw_memory.models import Fact
+    now = mem.clock()
+    facts = [Fact(id=f"bulk-{i}", text=t, category="home/garden", importance=0.5,
+                  created_at=now - 400 * 86_400, last_access=now - 400 * 86_400)
+             for i, t in texts]
+    return mem.prepare_bulk(facts, tier_by_score)
+
+
+def test_bulk_insert_skips_known_ids_and_indexes_only_new_rows(mem):
+    first = _bulk_rows(mem, [(0, "tomatoes need shade"), (1, "basil likes sun")])
+    assert mem.insert_prepared(first) == 2
+    again = _bulk_rows(mem, [(1, "basil likes sun"), (2, "mint spreads everywhere")])
+    assert mem.insert_prepared(again) == 1
+    conn = mem.store.conn
+    assert conn.execute("SELECT COUNT(*) FROM facts").fetchone()[0] == 3
+    # every full-text row belongs to a stored fact: the skipped one left nothing behind
+    assert conn.execute("SELECT COUNT(*) FROM facts_fts").fetchone()[0] == 3
+    assert conn.execute("SELECT COUNT(*) FROM facts_fts WHERE rowid NOT IN "
+                        "(SELECT rowid FROM facts)").fetchone()[0] == 0
+    assert [r.fact.id for r in mem.retrieve("mint spreads")][:1] == ["bulk-2"]
+    assert [r.fact.id for r in mem.retrieve("garden basil")][:1] == ["bulk-1"]
+
+
+def test_bulk_insert_still_fails_loudly_on_other_constraints(mem):
+    rows = _bulk_rows(mem, [(0, "a fact")])
+    values, body = rows[0]
+    broken = [(values[:1] + (None,) + values[2:], body)]        # text NOT NULL
+    with pytest.raises(sqlite3.IntegrityError):
+        mem.insert_prepared(broken)
+    assert mem.store.count_facts() == 0
+
+
+def _facts_indexes(store):
+    return {r[0] for r in store.conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'facts' "
+        "AND sql IS NOT NULL")}
+
+
+def test_deferred_indexes_are_rebuilt_after_the_load(tmp_path):
+    store = LocalStore.open(tmp_path / "m.db")
+    before = _facts_indexes(store)
+    assert {"facts_norm_key", "facts_tier_category", "facts_created"} <= before
+    with store.indexes_deferred():
+        assert _facts_indexes(store) == set()
+    assert _facts_indexes(store) == before
+    assert store.get_setting("store.deferred_indexes") is None
+    store.close()
+
+
+def test_deferred_indexes_come_back_after_a_killed_load(tmp_path):
+    store = LocalStore.open(tmp_path / "m.db")
+    before = _facts_indexes(store)
+    store.close()
+    # Another process starts a bulk load and dies in the middle of it.
+    script = ("import os, sys\nfrom evoclaw_memory.store import LocalStore\n"
+              "store = LocalStore.open(sys.argv[1])\n"
+              "load = store.indexes_deferred()\n"
+              "load.__enter__()\n"
+              "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "m.db")], check=True)
+    raw = sqlite3.connect(tmp_path / "m.db")
+    assert raw.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' "
+                       "AND name = 'facts_norm_key'").fetchone()[0] == 0
+    raw.close()
+    reopened = LocalStore.open(tmp_path / "m.db")
+    assert _facts_indexes(reopened) == before
+    assert reopened.get_setting("store.deferred_indexes") is None
+    reopened.close()

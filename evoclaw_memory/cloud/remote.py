@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 import time
+from operator import itemgetter
 from pathlib import Path
-from typing import Optional, Protocol
+from typing import Optional, Protocol, Union
 
 import msgspec
 
@@ -75,6 +76,10 @@ class Remote(Protocol):
 
     def fetch_facts(self, agent_id: str, after_rowid: int, limit: int) -> list[tuple[int, Fact]]: ...
 
+    def download_page(self, agent_id: str, after_rowid: int, limit: int) -> Union[str, list]: ...
+
+    def open_page(self, page: Union[str, list]) -> list[tuple[int, Fact]]: ...
+
     def recent_candidates(self, agent_id: str, since: float, limit: int) -> list[tuple]: ...
 
     def facts_by_ids(self, agent_id: str, ids: list[str]) -> list[Fact]: ...
@@ -107,6 +112,14 @@ _STATEMENT_SPLIT = re.compile(r";\s*(?:--[^\n]*)?\n")
 
 _FACT_COLS = ("id, text, category, importance, created_at, access_count, metadata, source, "
               "last_access, superseded_by")
+# "+agent_id" keeps SQLite off the (agent_id, ...) indexes where a rowid range or an id is
+# the selective part: without statistics the planner takes agent_id = ? for ~10 rows, then
+# reads (and sorts) every fact of the agent for each page, each push and each id lookup.
+_PAGE_AS_ROWS = (f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND "
+                 "rowid > ? ORDER BY rowid LIMIT ?")
+_PAGE_AS_JSON = f"SELECT json_group_array(json_array(rowid, {_FACT_COLS})) FROM ({_PAGE_AS_ROWS})"
+_page_decoder = msgspec.json.Decoder(list[list])
+_first = itemgetter(0)
 # Upsert by id. A fact's text never changes, but its sealed form does after a key rotation, and
 # its category after a tree merge; counters and supersession only move forwards.
 _UPSERT_ROWS = 50           # facts per INSERT statement (12 values each, well under SQLite's cap)
@@ -145,7 +158,8 @@ def _fact_from_row(row: tuple) -> Fact:
     (fid, text, category, importance, created_at, access_count, metadata, source, last_access,
      superseded_by) = row
     try:
-        meta = _meta_decoder.decode(metadata or "{}")
+        # Most facts carry no links: skip the decoder for them (a mirror opens 100k rows).
+        meta = Metadata() if not metadata or metadata == "{}" else _meta_decoder.decode(metadata)
     except msgspec.MsgspecError:
         meta = Metadata()
     created = float(created_at or 0)
@@ -338,7 +352,7 @@ class SqlRemote:
                           "device_id = ?), EXISTS (SELECT 1 FROM evoclaw_keys WHERE agent_id = ?)",
                           (agent_id, device_id, agent_id)))
         stmts.append(Stmt(
-            f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE agent_id = ? AND rowid > ? "
+            f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND rowid > ? "
             "AND (device_id IS NULL OR device_id != ?) ORDER BY rowid LIMIT ?",
             (agent_id, pull_after, device_id, pull_limit)))
         results = self.sql.transaction(stmts)
@@ -383,10 +397,27 @@ class SqlRemote:
 
     def fetch_facts(self, agent_id: str, after_rowid: int, limit: int) -> list[tuple[int, Fact]]:
         """A page of the archive in rowid order (restore --full resumes from the last rowid)."""
+        return self.open_page(self.download_page(agent_id, after_rowid, limit))
+
+    def download_page(self, agent_id: str, after_rowid: int, limit: int) -> Union[str, list]:
+        """fetch_facts' network half: the page as it came, for open_page(). A download thread
+        that runs only this mostly waits on the socket and leaves Python to the thread that
+        decodes and writes (restore)."""
         self._ready()
-        rows = self.sql.execute(
-            f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE agent_id = ? AND rowid > ? "
-            "ORDER BY rowid LIMIT ?", (agent_id, after_rowid, limit)).rows
+        args = (agent_id, after_rowid, limit)
+        try:
+            # The page as ONE JSON value built by the server: a third of the bytes of Hrana's
+            # typed per-value encoding, and one decode instead of eleven conversions a row.
+            return self.sql.execute(_PAGE_AS_JSON, args).rows[0][0] or "[]"
+        except RemoteError as exc:
+            if "blob" not in str(exc).lower():
+                raise
+            # JSON cannot carry BLOBs (a row some other tool wrote): the plain, typed way.
+            return self.sql.execute(_PAGE_AS_ROWS, args).rows
+
+    def open_page(self, page: Union[str, list]) -> list[tuple[int, Fact]]:
+        """(rowid, fact) pairs of a downloaded page; rows that do not open are skipped."""
+        rows = sorted(_page_decoder.decode(page), key=_first) if isinstance(page, str) else page
         return self._paged(rows)
 
     def recent_candidates(self, agent_id: str, since: float, limit: int) -> list[tuple]:
@@ -405,7 +436,7 @@ class SqlRemote:
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             rows = self.sql.execute(
-                f"SELECT {_FACT_COLS} FROM cold_memories WHERE agent_id = ? AND id IN "
+                f"SELECT {_FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND id IN "
                 f"({','.join('?' * len(chunk))})", (agent_id, *chunk)).rows
             out += self._facts(rows)
         return out
@@ -413,8 +444,9 @@ class SqlRemote:
     def max_rowid(self, agent_id: str) -> int:
         """The archive's newest rowid for this agent (where a fresh device's pull cursor starts)."""
         self._ready()
-        return int(self.sql.execute("SELECT COALESCE(MAX(rowid), 0) FROM cold_memories WHERE "
-                                    "agent_id = ?", (agent_id,)).rows[0][0])
+        rows = self.sql.execute("SELECT rowid FROM cold_memories WHERE +agent_id = ? "
+                                "ORDER BY rowid DESC LIMIT 1", (agent_id,)).rows
+        return int(rows[0][0]) if rows else 0
 
     def count_facts(self, agent_id: str) -> int:
         self._ready()

@@ -8,9 +8,11 @@ so an interrupted mirror continues where it stopped.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Optional, Protocol
+from typing import Callable, Iterator, Optional, Protocol
 
 import msgspec
 
@@ -21,7 +23,7 @@ from ..store import LocalStore
 from .engine import KV_PULL_CURSOR, KV_REMOTE_VERSION
 from .remote import CriticalState, Remote
 
-PAGE_SIZE = 5_000
+PAGE_SIZE = 10_000              # rows per request and per local transaction (~4 MB of JSON)
 WARM_WINDOW_DAYS = 60           # warm candidates: younger facts (a 0.3 score needs age < ~57 d
                                 # even at importance 1 with 10 accesses)
 WARM_CANDIDATES = 3_000
@@ -40,6 +42,10 @@ class RestoreTarget(Protocol):
 
     def bulk_insert(self, facts: list[Fact], tier_by_score: bool) -> int: ...
 
+    def prepare_bulk(self, facts: list[Fact], tier_by_score: bool) -> list[tuple]: ...
+
+    def insert_prepared(self, rows: list[tuple]) -> int: ...
+
     def write_memory_md(self): ...
 
 
@@ -52,6 +58,7 @@ class RestoreReport(msgspec.Struct):
     seconds: float
     complete_mirror: bool
     rejected: list[str] = []        # rows that failed authentication (tampered), skipped
+    key_seconds: float = 0.0        # of `seconds`: finding and unlocking the keys (scrypt)
 
 
 def _seconds(created_at) -> float:
@@ -62,6 +69,20 @@ def _seconds(created_at) -> float:
 
 def _quiet(stage: str, done: int, total: int) -> None:
     pass
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cycle collector for a bulk load: a mirror makes millions of short-lived
+    objects and none of them in cycles, and each collection pass would walk every live one
+    (measured: decoding 100k facts 0.73 s with it, 0.38 s without). Restored on the way out."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool = False,
@@ -119,17 +140,21 @@ def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool 
                 store.set_setting(KV_MIRROR_CURSOR, "0")
         cursor = int(store.get_setting(KV_MIRROR_CURSOR) or 0)
         done = store.count_facts()
-        # The next page downloads while this one is written: the network and the local
-        # insert (tokenising, FTS) overlap instead of taking turns.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(remote.fetch_facts, agent_id, cursor, PAGE_SIZE)
+        # The next page downloads while this one is decoded, prepared and written (sqld works
+        # on the other core). The download thread only waits on the socket: Python work there
+        # would stall this one, as SQLite gives up the GIL for every row it writes and then
+        # waits to take it back. The secondary indexes are built once, at the end.
+        with store.indexes_deferred(), _cyclic_gc_paused(), \
+                ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(remote.download_page, agent_id, cursor, PAGE_SIZE)
             while True:
-                page = pending.result()
+                page = remote.open_page(pending.result())
                 if not page:
                     break
-                pending = pool.submit(remote.fetch_facts, agent_id, page[-1][0], PAGE_SIZE)
+                pending = pool.submit(remote.download_page, agent_id, page[-1][0], PAGE_SIZE)
+                rows = target.prepare_bulk([f for _, f in page], tier_by_score=False)
                 with store.transaction():      # the page and its cursor land together
-                    mirrored += target.bulk_insert([f for _, f in page], tier_by_score=False)
+                    mirrored += target.insert_prepared(rows)
                     cursor = page[-1][0]
                     store.set_setting(KV_MIRROR_CURSOR, str(cursor))
                 done += len(page)

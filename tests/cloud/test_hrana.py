@@ -66,6 +66,38 @@ def test_unsupported_urls_are_config_errors(url):
         HranaClient(url)
 
 
+@pytest.mark.parametrize("url, nearby", [
+    ("libsql://db-org.turso.io", False),
+    ("https://93.184.216.34", False),
+    ("http://127.0.0.1:8080", True),
+    ("http://[::1]:8080", True),
+    ("http://192.168.1.20:8080", True),
+    ("http://10.0.0.5", True),
+    ("http://nas.local:8080", True),
+    ("http://ns1.localhost:9000", True),
+])
+def test_gzip_is_asked_of_far_servers_only(url, nearby):
+    client = HranaClient(url)
+    assert client._http.headers["accept-encoding"] == ("identity" if nearby else "gzip")
+    client.close()
+    forced = HranaClient(url, compress=True)
+    assert forced._http.headers["accept-encoding"] == "gzip"
+    forced.close()
+
+
+def test_gzip_really_shrinks_what_sqld_sends(fresh_db):
+    query = "SELECT group_concat('the greenhouse sensor reads humidity', ' ') FROM " \
+            "(WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) " \
+            "SELECT i FROM n)"
+    received = {}
+    for compress in (False, True):
+        with HranaClient(*fresh_db, compress=compress) as db:
+            text = db.execute(query).rows[0][0]
+            received[compress] = db.bytes_received
+        assert len(text) > 100_000
+    assert received[False] > 100_000 > 10 * received[True]
+
+
 # ---- the wire -----------------------------------------------------------------------------
 
 def test_wire_encoding_as_sqld_expects(fresh_db):

@@ -164,6 +164,9 @@ def test_full_mirror_is_paged_and_resumable(cloud, tmp_path, monkeypatch):
             b.restore(full=True, remote=cloud(), progress=interrupt)
         partial = b.store.count_facts()
         assert 14 <= partial < 40
+        # the secondary indexes dropped for the load are back although it was interrupted
+        assert b.store.conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' "
+                                    "AND name = 'facts_norm_key'").fetchone()[0] == 1
         report = b.restore(full=True, remote=cloud())                 # resumes, no --force
         assert b.store.count_facts() == 40 and report.mirrored_facts == 40 - partial
         assert b.retrieve("allotment old fact 33")
@@ -214,3 +217,34 @@ def test_cloud_database_of_the_original_skill_is_readable(cloud, tmp_path):
         assert report.archive_facts == 1
         assert new.hot.identity.agent_name == "Legacy"
         assert new.retrieve("tomatoes")[0].fact.id == "legacy-1"
+
+
+def test_archive_rows_json_cannot_carry_still_restore(cloud, tmp_path):
+    """A page normally travels as one JSON value; a BLOB (some other tool's row) cannot."""
+    with device(tmp_path, "a") as a:
+        a.remember("the hive needs a new queen in spring", category="projects/bees")
+        a.sync(remote=cloud())
+    remote = cloud()
+    remote.sql.execute("UPDATE cold_memories SET metadata = CAST(? AS BLOB)",
+                       ('{"urls": ["https://bees.example/queen"]}',))
+    with device(tmp_path, "b") as b:
+        report = b.restore(full=True, remote=cloud())
+        assert report.archive_facts == 1 and b.store.count_facts() == 1
+        fact = b.retrieve("queen hive")[0].fact
+        assert fact.metadata.urls == ["https://bees.example/queen"]
+
+
+def test_archive_queries_do_not_read_every_fact_of_the_agent(tmp_path):
+    """Without statistics SQLite would pick the (agent_id, ...) index for these and then read
+    and sort every fact of the agent: for each page of a mirror, each push, each lookup."""
+    from evoclaw_memory.cloud import remote as remote_mod
+    with SqlRemote(FileExecutor(tmp_path / "cloud.db"), label="file") as remote:
+        remote.ensure_schema()
+        plans = {
+            "page": remote_mod._PAGE_AS_ROWS,
+            "by id": "SELECT id FROM cold_memories WHERE +agent_id = ? AND id IN (?, ?)",
+        }
+        for name, sql in plans.items():
+            plan = " ".join(str(r[-1]) for r in remote.sql.execute(
+                "EXPLAIN QUERY PLAN " + sql, ("sam",) + (0,) * (sql.count("?") - 1)).rows)
+            assert "idx_cold_agent" not in plan and "TEMP B-TREE" not in plan, (name, plan)
