@@ -807,8 +807,8 @@ class Memory:
         return self.insert_prepared(self.prepare_bulk(facts, tier_by_score))
 
     def prepare_bulk(self, facts: list[Fact], tier_by_score: bool) -> list[tuple]:
-        """The CPU half of bulk_insert (tier, duplicate key, size, index body), touching no
-        database, so restore prepares one page while the previous one is written."""
+        """The CPU half of bulk_insert (tier, duplicate key, size, index body); touches no
+        database. Restore's mirror calls the two halves itself."""
         now = self.clock()
         cfg = self.config
         rows = []
