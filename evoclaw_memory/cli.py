@@ -149,6 +149,17 @@ def _memory(ctx: click.Context) -> Iterator[Any]:
         yield mem
 
 
+@contextlib.contextmanager
+def _progress_bar(ctx: click.Context, label: str) -> Iterator[Any]:
+    """A progress bar on stderr for long work: drawn on a terminal only, never with --json."""
+    from .cli_agent import ProgressBar
+    bar = ProgressBar(enabled=sys.stderr.isatty() and not _state(ctx).json, label=label)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
 # -- output ----------------------------------------------------------------------------------
 
 def _builtins(obj: Any) -> Any:
@@ -626,8 +637,9 @@ def tree_prune(ctx: click.Context, idle_days: Optional[float]) -> None:
 @click.pass_context
 def ingest_daily(ctx: click.Context, days: int, workspace: Optional[str]) -> None:
     """Store the facts of the last N days of daily notes (memory/YYYY-MM-DD*.md)."""
-    with _memory(ctx) as mem:
-        report = mem.ingest_daily(days=days, workspace=Path(workspace) if workspace else None)
+    with _memory(ctx) as mem, _progress_bar(ctx, "reading daily notes") as bar:
+        report = mem.ingest_daily(days=days, workspace=Path(workspace) if workspace else None,
+                                  progress=bar.update)
     _emit(ctx, report, lambda: click.echo(
         f"files scanned: {report['files']}, facts found: {report['found']}, "
         f"stored: {report['stored']}, skipped: {report['skipped']}"))
@@ -721,8 +733,8 @@ def _report_lines(data: dict, indent: str = "") -> list[str]:
 @click.pass_context
 def consolidate(ctx: click.Context, mode: str, dry_run: bool) -> None:
     """Rescore, archive, promote lessons and rebuild MEMORY.md (more in bigger modes)."""
-    with _memory(ctx) as mem:
-        report = mem.consolidate(mode, dry_run=dry_run)
+    with _memory(ctx) as mem, _progress_bar(ctx, "consolidating") as bar:
+        report = mem.consolidate(mode, dry_run=dry_run, progress=bar.update)
 
     def human() -> None:
         rebuild = report.get("tree_rebuild")

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from .cli import _config, _emit, _memory, cli, common_options
+from .cli import _config, _emit, _memory, _progress_bar, cli, common_options
 
 # -- mcp -------------------------------------------------------------------------------------
 
@@ -110,14 +110,10 @@ def import_legacy_command(ctx: click.Context, workspace: str, from_agent: Option
             reports.append({"agent_id": target, "source": str(folder), "error": str(exc)})
             continue
         agent_config = config if target == config.agent_id else _config_for(ctx, target)
-        with Memory.open(config=agent_config) as mem:
-            bar = ProgressBar(enabled=sys.stderr.isatty() and not ctx.obj.json,
-                              label=f"importing {target}")
-            try:
-                from .legacy import import_legacy
-                reports.append(import_legacy(mem, folder, dry_run=dry_run, progress=bar.update))
-            finally:
-                bar.close()
+        with Memory.open(config=agent_config) as mem, \
+                _progress_bar(ctx, f"importing {target}") as bar:
+            from .legacy import import_legacy
+            reports.append(import_legacy(mem, folder, dry_run=dry_run, progress=bar.update))
 
     def human() -> None:
         for rep in reports:

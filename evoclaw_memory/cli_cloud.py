@@ -13,7 +13,7 @@ from typing import Optional
 
 import click
 
-from .cli import _emit, _fact_line, _memory, _when, cli, common_options
+from .cli import _emit, _fact_line, _memory, _progress_bar, _when, cli, common_options
 
 
 def _interactive() -> bool:
@@ -96,20 +96,15 @@ def sync_critical(ctx: click.Context) -> None:
 def restore(ctx: click.Context, full: bool, force: bool, use_recovery: bool) -> None:
     """Rebuild this device's memory (hot, tree, MEMORY.md, warm facts) from the cloud."""
     with _memory(ctx) as mem:
-        from .cli_agent import ProgressBar
-        bar = ProgressBar(enabled=sys.stderr.isatty() and not ctx.obj.json, label="restoring")
-
         def run(passphrase, recovery_key):
             if use_recovery and not recovery_key:
                 recovery_key = os.environ.get("EVOCLAW_RECOVERY_KEY") or (
                     _ask_secret("Recovery key") if _interactive() else None)
-            return mem.restore(full=full, force=force, progress=bar.update,
-                               passphrase=passphrase, recovery_key=recovery_key)
+            with _progress_bar(ctx, "restoring") as bar:
+                return mem.restore(full=full, force=force, progress=bar.update,
+                                   passphrase=passphrase, recovery_key=recovery_key)
 
-        try:
-            report = _with_secret(run, recovery=use_recovery)
-        finally:
-            bar.close()
+        report = _with_secret(run, recovery=use_recovery)
         rejected = list(getattr(report, "rejected", []) or [])
     _emit(ctx, report, lambda: click.echo(
         f"restored agent {report.agent_id}: remote version {report.remote_version}, "

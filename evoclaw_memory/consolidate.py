@@ -12,7 +12,7 @@ A dry run (monthly/full) only asks for the tree-rebuild plan and shows it: nothi
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import hot as hot_rules
 from .errors import ValidationError
@@ -26,13 +26,33 @@ if TYPE_CHECKING:
 MODES = ("quick", "daily", "monthly", "full")
 
 
-def run_consolidation(mem: "Memory", mode: str, dry_run: bool = False) -> dict[str, Any]:
-    """Run `mode` on `mem` and return its report (dry_run: the tree-rebuild plan only)."""
+# The steps of each mode, in order, for progress reports.
+_STEPS = {
+    "quick": ["rescoring and archiving"],
+    "daily": ["reading daily notes", "rescoring and archiving", "pruning the tree"],
+    "monthly": ["reading daily notes", "rescoring and archiving", "pruning the tree",
+                "rebuilding the tree", "recounting", "cleaning the cold archive"],
+}
+_STEPS["full"] = _STEPS["monthly"] + ["checking integrity"]
+
+
+def run_consolidation(mem: "Memory", mode: str, dry_run: bool = False,
+                      progress: Optional[Callable[[str, int, int], None]] = None
+                      ) -> dict[str, Any]:
+    """Run `mode` on `mem` and return its report (dry_run: the tree-rebuild plan only).
+
+    `progress(step, number, steps)` is called as each step starts, and once at the end."""
     if mode not in MODES:
         raise ValidationError(f"unknown consolidation mode {mode!r}; use {', '.join(MODES)}")
     started = time.perf_counter()
     report: dict[str, Any] = {"mode": mode}
     level = MODES.index(mode)
+    steps = _STEPS[mode]
+
+    def step(name: str) -> None:
+        if progress:
+            progress(name, steps.index(name), len(steps))
+
     if dry_run:
         if level < 2:
             raise ValidationError("a dry run shows the tree-rebuild plan of the monthly and "
@@ -42,16 +62,23 @@ def run_consolidation(mem: "Memory", mode: str, dry_run: bool = False) -> dict[s
         report["seconds"] = round(time.perf_counter() - started, 4)
         return report
     if level >= 1:
+        step("reading daily notes")
         report["ingest"] = mem.ingest_daily()
+    step("rescoring and archiving")
     report.update(quick(mem))
     if level >= 1:
+        step("pruning the tree")
         report["tree_pruned"] = mem.tree_prune()
     if level >= 2:
         from .tree_rebuild import rebuild_tree
+        step("rebuilding the tree")
         report["tree_rebuild"] = rebuild_tree(mem)
+        step("recounting")
         report["tree_recounted"] = mem.recount_tree()
+        step("cleaning the cold archive")
         report["cold_deleted"] = cold_cleanup(mem)
     if level >= 3:
+        step("checking integrity")
         report["integrity"] = mem.store.quick_check()
         report["totals"] = mem.metrics()["sizes"]
     now = mem.clock()
@@ -60,6 +87,8 @@ def run_consolidation(mem: "Memory", mode: str, dry_run: bool = False) -> dict[s
         mem.store.set_metric(f"last_consolidation.{mode}", now)
         mem.store.audit(f"consolidate.{mode}", "memory", str({k: v for k, v in report.items()
                                                              if isinstance(v, int)}), now)
+    if progress:
+        progress("done", len(steps), len(steps))
     report["seconds"] = round(time.perf_counter() - started, 4)
     return report
 

@@ -552,15 +552,18 @@ class Memory:
         return end_conversation(self, messages, sync=sync, consolidate=consolidate,
                                 remote=remote)
 
-    def ingest_daily(self, days: int = 2, workspace: Optional[Path] = None) -> dict[str, int]:
-        """Store the facts of the last `days` daily notes (memory/YYYY-MM-DD*.md)."""
+    def ingest_daily(self, days: int = 2, workspace: Optional[Path] = None,
+                     progress: Optional[Callable[[str, int, int], None]] = None) -> dict[str, int]:
+        """Store the facts of the last `days` daily notes (memory/YYYY-MM-DD*.md).
+
+        `progress(stage, done, total)` is told after each file (the CLI draws a bar)."""
         from .notes import extract_note_facts, find_daily_notes
         root = Path(workspace) if workspace else self.config.workspace_path
         today = dt.datetime.fromtimestamp(self.clock()).date()
         files = find_daily_notes(root, days=days, today=today)
         report = {"files": len(files), "found": 0, "stored": 0, "skipped": 0}
         known = [n.path for n in self.store.tree_nodes()]
-        for path in files:
+        for done, path in enumerate(files, 1):
             text = _read_text(path)
             for draft in extract_note_facts(text, known):
                 report["found"] += 1
@@ -570,14 +573,18 @@ class Memory:
                 self.remember(draft.text, category=draft.category, importance=draft.importance,
                               metadata=draft.metadata, source=draft.source)
                 report["stored"] += 1
+            if progress:
+                progress("reading daily notes", done, len(files))
         return report
 
-    def consolidate(self, mode: str = "quick", dry_run: bool = False) -> dict[str, Any]:
+    def consolidate(self, mode: str = "quick", dry_run: bool = False,
+                    progress: Optional[Callable[[str, int, int], None]] = None) -> dict[str, Any]:
         """Run a consolidation (quick, daily, monthly or full) and report what it did.
 
-        dry_run (monthly/full): only show the LLM's tree-rebuild plan; change nothing."""
+        dry_run (monthly/full): only show the LLM's tree-rebuild plan; change nothing.
+        `progress(stage, done, total)` is told as each step starts (the CLI draws a bar)."""
         from .consolidate import run_consolidation
-        return run_consolidation(self, mode, dry_run=dry_run)
+        return run_consolidation(self, mode, dry_run=dry_run, progress=progress)
 
     # -- cloud: sync, restore, devices ---------------------------------------------------------
 

@@ -186,3 +186,26 @@ def test_doctor_reports_missing_tables(tmp_path, monkeypatch):
     conn.close()
     bad = runner.invoke(cli, ["doctor", "--offline"])
     assert bad.exit_code == 1 and "missing tables: audit" in bad.output
+
+
+def test_ingest_and_consolidation_report_progress(mem, tmp_path):
+    notes = tmp_path / "ws" / "memory"
+    notes.mkdir(parents=True)
+    (notes / "2025-11-29.md").write_text("# 2025-11-29\n\n- Decided to repot the fig tree in "
+                                         "March.\n- Sam prefers oat milk in coffee.\n")
+    (notes / "2025-11-30.md").write_text("# 2025-11-30\n\n- The greenhouse heater runs on a "
+                                         "smart plug named plug-7.\n")
+    calls = []
+    report = mem.ingest_daily(days=2, workspace=tmp_path / "ws",
+                              progress=lambda *a: calls.append(a))
+    assert report["files"] == 2 and report["stored"] >= 2
+    assert calls == [("reading daily notes", 1, 2), ("reading daily notes", 2, 2)]
+    steps = []
+    mem.consolidate("full", progress=lambda *a: steps.append(a))
+    assert [s[0] for s in steps] == ["reading daily notes", "rescoring and archiving",
+                                     "pruning the tree", "rebuilding the tree", "recounting",
+                                     "cleaning the cold archive", "checking integrity", "done"]
+    assert [s[1] for s in steps] == list(range(8)) and {s[2] for s in steps} == {7}
+    quick = []
+    mem.consolidate("quick", progress=lambda *a: quick.append(a))
+    assert quick == [("rescoring and archiving", 0, 1), ("done", 1, 1)]
