@@ -139,9 +139,16 @@ def key_and_body(text: str, category: str, extra: str = "") -> tuple[str, str]:
     """normalized_key(text), and the string the full-text index holds for a fact (its text,
     category words and `extra`: links, commands), from one tokenisation."""
     words = " ".join(_tokens(text))
-    category_words = category.replace("/", " ").replace("-", " ").replace("_", " ")
-    more = " ".join(_tokens(f"{category_words} {extra}" if extra else category_words))
+    more = _category_words(category)
+    if extra:
+        more = " ".join(filter(None, (more, " ".join(_tokens(extra)))))
     return words[:500], (f"{words} {more}" if words and more else words or more)
+
+
+@functools.lru_cache(maxsize=1024)
+def _category_words(category: str) -> str:
+    """A category path's index tokens, joined ("projects/garden-bot" -> "project garden bot")."""
+    return " ".join(_tokens(category.replace("/", " ").replace("-", " ").replace("_", " ")))
 
 
 def collapse_spaces(text: str) -> str:
