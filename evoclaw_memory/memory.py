@@ -615,7 +615,8 @@ class Memory:
         ring = keys.local_keyring(self.store)
         if ring is not None and not (passphrase or recovery_key):
             return keys.attach(remote, ring)
-        encrypted_cloud = probe and remote.get_keyring(self.agent_id) is not None
+        probed = remote.get_keyring(self.agent_id) if probe else None
+        encrypted_cloud = probed is not None
         if self.config.encryption == "off":
             if encrypted_cloud:
                 raise CryptoError("the cloud memory of this agent is end-to-end encrypted but "
@@ -623,7 +624,7 @@ class Memory:
             return remote
         if encrypted_cloud or self.config.wants_encryption or passphrase or recovery_key:
             keys.attach(remote, keys.unlock_keys(self.store, remote, self.agent_id,
-                                                 passphrase, recovery_key))
+                                                 passphrase, recovery_key, record_text=probed))
         return remote
 
     def refresh_keys(self, remote) -> None:

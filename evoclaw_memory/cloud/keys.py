@@ -54,10 +54,14 @@ def init_keys(store: LocalStore, remote: SqlRemote, agent_id: str, passphrase: s
 
 
 def unlock_keys(store: LocalStore, remote: SqlRemote, agent_id: str,
-                passphrase: Optional[str] = None, recovery_key: Optional[str] = None) -> Keyring:
-    """The keyring: the device's copy, or the cloud's record unlocked with a secret."""
+                passphrase: Optional[str] = None, recovery_key: Optional[str] = None,
+                record_text: Optional[str] = None) -> Keyring:
+    """The keyring: the device's copy, or the cloud's record unlocked with a secret.
+
+    `record_text`: the cloud's keyring record when the caller has just read it."""
     ring = local_keyring(store)
-    record_text = remote.get_keyring(agent_id)
+    if record_text is None:
+        record_text = remote.get_keyring(agent_id)
     if ring is not None and (record_text is None or record_text == store.get_setting(KV_RECORD)):
         return ring
     if record_text is None:
