@@ -32,7 +32,8 @@ from .limits import TIER_HOT
 from .models import PathChoice, RetrievalResult, TreeNode
 from .scoring import score
 from .store import LocalStore, fact_from_row
-from .text import STOPWORDS, is_cjk, query_terms, stem, tokens
+from .text import (STEMMED_STOPWORDS, category_tokens, fts_match_expression, fts_phrase,
+                   is_cjk, query_terms, tokens)
 from .tree import subtree_counts
 
 DEFAULT_MIN_RELEVANCE = 0.1   # IDF-weighted share of the query's words a result must hold
@@ -49,8 +50,6 @@ UPDATE_MARGIN = 1.6           # ... and an older fact scoring up to this much mo
 UPDATE_POOL = 20              # how many of the best candidates are compared for updates
 DF_REFRESH = 0.05             # cached counts of common words are kept until the index grows 5%
 
-_STOP = STOPWORDS | frozenset(stem(w) for w in STOPWORDS)
-
 
 class TreeNavigator(Protocol):
     """Chooses the category paths worth searching for a query."""
@@ -65,8 +64,7 @@ class TreeNavigator(Protocol):
 @functools.lru_cache(maxsize=2048)
 def _path_terms(path: str, description: str = "") -> frozenset[str]:
     """Search tokens of a tree path's segments (and description); cached: trees change rarely."""
-    return frozenset(tokens(path.replace("/", " ").replace("-", " ").replace("_", " ")
-                            + " " + description))
+    return frozenset(category_tokens(path)) | frozenset(tokens(description))
 
 
 class KeywordNavigator:
@@ -294,7 +292,8 @@ def _yield_to_updates(pool: list[_Candidate]) -> None:
         if len(group) < 2:
             continue
         group.sort(key=lambda c: c.created_at)
-        content = [frozenset(c.body) - _path_terms(c.category) - _STOP for c in group]
+        content = [frozenset(c.body) - _path_terms(c.category) - STEMMED_STOPWORDS
+                   for c in group]
         for i in reversed(range(len(group) - 1)):     # newest first: chains keep their order
             old = group[i]
             for j in range(i + 1, len(group)):
@@ -307,13 +306,8 @@ def _yield_to_updates(pool: list[_Candidate]) -> None:
                     old.rank = new.rank * 0.99
 
 
-def _any(terms: list[str]) -> str:
-    return " OR ".join(_quote(t) for t in terms)
+_any = fts_match_expression
 
 
 def _all(terms: list[str]) -> str:
-    return " AND ".join(_quote(t) for t in terms)
-
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
+    return " AND ".join(map(fts_phrase, terms))

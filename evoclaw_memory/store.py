@@ -19,6 +19,7 @@ import msgspec
 from . import migrate
 from .errors import StoreError
 from .models import Fact, HotState, Metadata, TreeNode
+from .text import fts_phrase
 
 _FACT_COLUMNS = ("id, text, category, importance, created_at, last_access, access_count, "
                  "metadata, source, tier, superseded_by")
@@ -36,11 +37,6 @@ def _fact_from_row(row: tuple) -> Fact:
 
 
 fact_from_row = _fact_from_row      # for callers of live_rows_with_bodies
-
-
-def _phrase(term: str) -> str:
-    """One term as a quoted FTS5 phrase (quotes make any input safe)."""
-    return '"' + term.replace('"', '""') + '"'
 
 
 def _varints(data: bytes) -> list[int]:
@@ -341,7 +337,7 @@ class LocalStore:
         for term in terms:
             count, oldest = self.conn.execute(
                 "SELECT count(*), min(rowid) FROM (SELECT rowid FROM facts_fts WHERE facts_fts "
-                "MATCH ? ORDER BY rowid DESC LIMIT ?)", (_phrase(term), cap)).fetchone()
+                "MATCH ? ORDER BY rowid DESC LIMIT ?)", (fts_phrase(term), cap)).fetchone()
             if count >= cap:
                 if top is None:
                     top = self.conn.execute("SELECT max(rowid) FROM facts").fetchone()[0] or 0

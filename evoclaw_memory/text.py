@@ -119,15 +119,20 @@ def query_terms(text: str) -> list[str]:
     """Distinct meaningful tokens of a query, in order (stopwords dropped)."""
     seen: dict[str, None] = {}
     for tok in tokens(text):
-        if tok in _STEMMED_STOPWORDS or (len(tok) == 1 and not is_cjk(tok) and not tok.isdigit()):
+        if tok in STEMMED_STOPWORDS or (len(tok) == 1 and not is_cjk(tok) and not tok.isdigit()):
             continue
         seen.setdefault(tok, None)
     return list(seen)
 
 
+def fts_phrase(term: str) -> str:
+    """One term as a quoted FTS5 phrase (quotes make any input safe)."""
+    return '"' + term.replace('"', '""') + '"'
+
+
 def fts_match_expression(terms: list[str]) -> str:
-    """An FTS5 MATCH expression ORing the quoted terms (quotes make any input safe)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    """An FTS5 MATCH expression ORing the quoted terms."""
+    return " OR ".join(map(fts_phrase, terms))
 
 
 def normalized_key(text: str) -> str:
@@ -139,16 +144,17 @@ def key_and_body(text: str, category: str, extra: str = "") -> tuple[str, str]:
     """normalized_key(text), and the string the full-text index holds for a fact (its text,
     category words and `extra`: links, commands), from one tokenisation."""
     words = " ".join(_tokens(text))
-    more = _category_words(category)
+    more = " ".join(category_tokens(category))
     if extra:
         more = " ".join(filter(None, (more, " ".join(_tokens(extra)))))
     return words[:500], (f"{words} {more}" if words and more else words or more)
 
 
-@functools.lru_cache(maxsize=1024)
-def _category_words(category: str) -> str:
-    """A category path's index tokens, joined ("projects/garden-bot" -> "project garden bot")."""
-    return " ".join(_tokens(category.replace("/", " ").replace("-", " ").replace("_", " ")))
+@functools.lru_cache(maxsize=2048)
+def category_tokens(path: str) -> tuple[str, ...]:
+    """A category path's search tokens ("projects/garden-bot" -> project, garden, bot);
+    cached: a store has a few dozen paths."""
+    return _tokens(path.replace("/", " ").replace("-", " ").replace("_", " "))
 
 
 def collapse_spaces(text: str) -> str:
@@ -156,4 +162,4 @@ def collapse_spaces(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
-_STEMMED_STOPWORDS = STOPWORDS | frozenset(stem(w) for w in STOPWORDS)
+STEMMED_STOPWORDS = STOPWORDS | frozenset(stem(w) for w in STOPWORDS)

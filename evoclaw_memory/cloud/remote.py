@@ -154,6 +154,13 @@ def decode_state(data: str) -> CriticalState:
         return CriticalState(hot=HotState())
 
 
+def cloud_seconds(created_at) -> float:
+    """A cloud row's created_at in epoch seconds: the original skill wrote milliseconds in
+    places, and anything past year 33658 is taken for ms."""
+    value = float(created_at or 0)
+    return value / 1000.0 if value > 1e12 else value
+
+
 def _fact_from_row(row: tuple) -> Fact:
     (fid, text, category, importance, created_at, access_count, metadata, source, last_access,
      superseded_by) = row
@@ -162,10 +169,7 @@ def _fact_from_row(row: tuple) -> Fact:
         meta = Metadata() if not metadata or metadata == "{}" else _meta_decoder.decode(metadata)
     except msgspec.MsgspecError:
         meta = Metadata()
-    created = float(created_at or 0)
-    # The original skill wrote milliseconds in places: anything past year 33658 is ms.
-    if created > 1e12:
-        created /= 1000.0
+    created = cloud_seconds(created_at)
     return Fact(id=fid, text=text, category=category,
                 importance=0.5 if importance is None else float(importance), created_at=created,
                 last_access=float(last_access) if last_access else created,

@@ -12,7 +12,7 @@ import contextlib
 import gc
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator, Optional, Protocol
+from typing import Callable, Iterator, Protocol
 
 import msgspec
 
@@ -21,7 +21,7 @@ from ..models import Fact, HotState
 from ..scoring import score
 from ..store import LocalStore
 from .engine import KV_PULL_CURSOR, KV_REMOTE_VERSION
-from .remote import CriticalState, Remote
+from .remote import CriticalState, Remote, cloud_seconds
 
 PAGE_SIZE = 10_000              # rows per request and per local transaction (~4 MB of JSON)
 WARM_WINDOW_DAYS = 60           # warm candidates: younger facts (a 0.3 score needs age < ~57 d
@@ -59,12 +59,6 @@ class RestoreReport(msgspec.Struct):
     complete_mirror: bool
     rejected: list[str] = []        # rows that failed authentication (tampered), skipped
     key_seconds: float = 0.0        # of `seconds`: finding and unlocking the keys (scrypt)
-
-
-def _seconds(created_at) -> float:
-    """created_at as the cloud holds it (the original skill wrote milliseconds in places)."""
-    value = float(created_at or 0)
-    return value / 1000.0 if value > 1e12 else value
 
 
 def _quiet(stage: str, done: int, total: int) -> None:
@@ -110,7 +104,7 @@ def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool 
         candidates = remote.recent_candidates(agent_id, now - WARM_WINDOW_DAYS * 86_400,
                                               WARM_CANDIDATES)
         ranked = sorted(candidates, key=lambda c: -score(
-            0.5 if c[1] is None else float(c[1]), _seconds(c[2]), int(c[3] or 0), now,
+            0.5 if c[1] is None else float(c[1]), cloud_seconds(c[2]), int(c[3] or 0), now,
             decay_days, access_boost))
         wanted, used = [], 0
         sealed = getattr(getattr(remote, "codec", None), "encrypted", False)
