@@ -6,6 +6,7 @@ engine) and its audit row; nothing here touches the network.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime as dt
 import json
@@ -140,6 +141,7 @@ class Memory:
         created = _epoch(created_at, now)
         meta = self._metadata(text, metadata)
         with self.store.transaction():
+            warm_before = self.store.warm_bytes()     # before this call writes anything
             key = normalized_key(text)
             twin = self.store.find_live_by_norm_key(key)
             if twin is not None:
@@ -154,8 +156,8 @@ class Memory:
                                decay_days=self.config.decay_days,
                                access_boost=self.config.access_boost):
                 fact.tier = "cold"
-            self._insert(fact, key, now, op="remember")
-            if fact.tier == "warm" and fact.id in self._evict_over_cap(now):
+            size = self._insert(fact, key, now, op="remember")
+            if fact.tier == "warm" and fact.id in self._evict_over_cap(now, warm_before + size):
                 fact.tier = "cold"
         return fact
 
@@ -183,15 +185,20 @@ class Memory:
         found = extract_metadata(text)
         return merge_metadata(metadata, found) if metadata else found
 
-    def _insert(self, fact: Fact, key: str, now: float, op: str, enqueue: bool = True) -> None:
-        self.store.insert_fact(fact, key, fact_size(fact.text, fact.metadata), _index_body(fact))
+    def _insert(self, fact: Fact, key: str, now: float, op: str, enqueue: bool = True) -> int:
+        """Insert a new fact with its counts, outbox entry and audit row; returns its size."""
+        size = fact_size(fact.text, fact.metadata)
+        self.store.insert_fact(fact, key, size, _index_body(fact))
         live = fact.superseded_by is None
         self.store.adjust_counts(fact.category, warm=live and fact.tier == "warm",
                                  cold=live and fact.tier == "cold")
         if enqueue:
+            # The fact's entry also stands for the tree counts it changed: the sync engine
+            # pushes the critical state with every batch of facts, so no state entry is
+            # needed (deleting and re-adding it cost remember() about a page a call).
             self.store.enqueue_fact(fact.id, now)
-            self.store.enqueue_state(now)
         self.store.audit(op, fact.id, f"{fact.tier} {fact.category}", now)
+        return size
 
     def _ensure_category(self, category: str, now: float) -> str:
         """The category to file under: `category`, created if needed (rebalancing a full tree).
@@ -252,28 +259,39 @@ class Memory:
             self.store.audit(op, path, "removed", now)
         self.store.enqueue_state(now)
 
-    def _evict_over_cap(self, now: float) -> list[str]:
-        if self.store.warm_bytes() <= self.config.warm_max_bytes:
-            return []
-        plan = eviction_plan(self.store.warm_rows(), now,
-                             max_bytes=int(self.config.warm_max_bytes * WARM_LOW_WATER),
-                             retention_days=self.config.warm_retention_days,
-                             decay_days=self.config.decay_days,
-                             access_boost=self.config.access_boost)
-        self._archive(plan, now, op="evict.cap")
+    def _evict_over_cap(self, now: float, warm_total: Optional[int] = None) -> list[str]:
+        """Archive the weakest warm facts while warm is over its cap; returns their ids.
+
+        `warm_total` is the warm bytes as the caller knows them after its own writes
+        (default: the store's count). The total after eviction is left with the store, so the
+        next remember() need not recount it."""
+        total = self.store.warm_bytes() if warm_total is None else warm_total
+        plan: list[str] = []
+        if total > self.config.warm_max_bytes:
+            rows = self.store.warm_rows()
+            plan = eviction_plan(rows, now,
+                                 max_bytes=int(self.config.warm_max_bytes * WARM_LOW_WATER),
+                                 retention_days=self.config.warm_retention_days,
+                                 decay_days=self.config.decay_days,
+                                 access_boost=self.config.access_boost)
+            self._archive(plan, now, op="evict.cap")
+            gone = set(plan)
+            total = sum(row[4] for row in rows if row[0] not in gone)
+        self.store.note_warm_bytes(total)
         return plan
 
     def _archive(self, fact_ids: list[str], now: float, op: str) -> None:
         """Move warm facts to the cold archive (never a drop) and keep counts true."""
-        for fact in self.store.facts_by_ids(fact_ids):
-            if fact.tier != "warm":
-                continue
-            live = fact.superseded_by is None
-            self.store.set_tier([fact.id], "cold")
-            self.store.adjust_counts(fact.category, warm=-live, cold=live)
-            # No outbox entry: the cloud archive already holds every fact, and warm/cold is
-            # only where this device keeps it.
-            self.store.audit(op, fact.id, f"archived {fact.category}", now)
+        # One statement per kind of write, not per fact: an eviction round moves ~50 facts.
+        moved = [f for f in self.store.facts_by_ids(fact_ids) if f.tier == "warm"]
+        self.store.set_tier([f.id for f in moved], "cold")
+        live_per_category = collections.Counter(f.category for f in moved
+                                                if f.superseded_by is None)
+        for category, n in live_per_category.items():
+            self.store.adjust_counts(category, warm=-n, cold=n)
+        # No outbox entry: the cloud archive already holds every fact, and warm/cold is
+        # only where this device keeps it.
+        self.store.audit_many(op, [(f.id, f"archived {f.category}") for f in moved], now)
         if fact_ids:
             self.store.incr_metric("evictions", len(fact_ids))
             self.store.enqueue_state(now)

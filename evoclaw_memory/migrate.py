@@ -12,6 +12,7 @@ import time
 from importlib import resources
 
 from .errors import StoreError
+from .text import key_digest
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
@@ -34,6 +35,8 @@ def latest_version(kind: str) -> int:
 
 def apply_local(conn: sqlite3.Connection) -> int:
     """Bring a device database up to date; returns its version. Raises StoreError if newer."""
+    # SQL functions the migration files may call (deterministic, so indexes could use them).
+    conn.create_function("evoclaw_key_digest", 1, key_digest, deterministic=True)
     conn.execute("CREATE TABLE IF NOT EXISTS schema_version "
                  "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
     current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]

@@ -19,7 +19,7 @@ import msgspec
 from . import migrate
 from .errors import StoreError
 from .models import Fact, HotState, Metadata, TreeNode
-from .text import fts_phrase
+from .text import fts_phrase, key_digest, normalized_key
 
 _FACT_COLUMNS = ("id, text, category, importance, created_at, last_access, access_count, "
                  "metadata, source, tier, superseded_by")
@@ -27,6 +27,8 @@ _metadata_decoder = msgspec.json.Decoder(Metadata)
 _hot_decoder = msgspec.json.Decoder(HotState)
 _encoder = msgspec.json.Encoder()
 _DEFERRED_INDEXES = "store.deferred_indexes"     # kv: index definitions dropped for a bulk load
+# New facts' full-text entries are indexed this many at a time (see fts_pending).
+FULLTEXT_BATCH = 64
 
 
 def _fact_from_row(row: tuple) -> Fact:
@@ -68,6 +70,10 @@ class LocalStore:
     def __init__(self, conn: sqlite3.Connection, path: Optional[Path]):
         self.conn = conn
         self.path = path
+        # The warm total as of a write stamp, and one noted inside the open transaction as of
+        # its total_changes; see warm_bytes().
+        self._warm_total: Optional[tuple[tuple[int, int], int]] = None
+        self._warm_noted: Optional[tuple[int, int]] = None
 
     @classmethod
     def open(cls, path: Path | str) -> "LocalStore":
@@ -108,13 +114,36 @@ class LocalStore:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
+            # A warm total noted after the transaction's last write holds after the commit.
+            # Its stamp: data_version read while we still hold the write lock (another
+            # connection committing right after us must still move it), total_changes read
+            # after COMMIT (which moves it: FTS5 writes its pending terms then).
+            noted = self._warm_noted
+            holds = noted is not None and noted[0] == self.conn.total_changes
+            version = self._data_version() if holds else 0
+            self.conn.execute("COMMIT")
+            self._warm_total = ((version, self.conn.total_changes), noted[1]) if noted and holds \
+                else None
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self._warm_total = None        # it may count rows the rollback takes back
+            # SQLite may have rolled back already (disk full, I/O error); a failed COMMIT
+            # must not leave the transaction open for the next caller to join.
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
+        finally:
+            self._warm_noted = None
 
-    REQUIRED_TABLES = ("facts", "facts_fts", "tree_nodes", "hot_state", "outbox", "metrics",
-                       "audit", "kv", "schema_version")
+    def _write_stamp(self) -> tuple[int, int]:
+        """Changes as of now: data_version moves when another connection commits,
+        total_changes when this one writes a row (a rollback moves neither)."""
+        return self._data_version(), self.conn.total_changes
+
+    def _data_version(self) -> int:
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
+    REQUIRED_TABLES = ("facts", "facts_fts", "fts_pending", "tree_nodes", "hot_state", "outbox",
+                       "metrics", "audit", "kv", "schema_version")
 
     def table_counts(self) -> dict[str, int]:
         """Rows per table (sqlite-utils' introspection; imported here, off the per-turn path,
@@ -136,9 +165,23 @@ class LocalStore:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (fact.id, fact.text, fact.category, fact.importance, fact.created_at,
              fact.last_access, fact.access_count, _encoder.encode(fact.metadata).decode(),
-             fact.source, fact.tier, fact.superseded_by, norm_key, size))
-        self.conn.execute("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)",
+             fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size))
+        self.conn.execute("INSERT INTO fts_pending (fact_rowid, body) VALUES (?, ?)",
                           (cur.lastrowid, body))
+        if self.conn.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FULLTEXT_BATCH:
+            self.flush_fulltext()
+
+    def flush_fulltext(self) -> None:
+        """Move the waiting full-text entries of new facts into facts_fts (one FTS5 segment).
+
+        Every method that reads the full-text index calls this first, so searches always
+        see every fact; it costs one small query when nothing waits."""
+        if self.conn.execute("SELECT 1 FROM fts_pending LIMIT 1").fetchone() is None:
+            return
+        with self.transaction():
+            self.conn.execute("INSERT INTO facts_fts (rowid, body) "
+                              "SELECT fact_rowid, body FROM fts_pending ORDER BY fact_rowid")
+            self.conn.execute("DELETE FROM fts_pending")
 
     @staticmethod
     def bulk_row(fact: Fact, norm_key: str, size: int, body: str) -> tuple[tuple, str]:
@@ -146,7 +189,7 @@ class LocalStore:
         return ((fact.id, fact.text, fact.category, fact.importance, fact.created_at,
                  fact.last_access, fact.access_count,
                  "{}" if fact.metadata.is_empty() else _encoder.encode(fact.metadata).decode(),
-                 fact.source, fact.tier, fact.superseded_by, norm_key, size), body)
+                 fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size), body)
 
     def insert_facts_bulk(self, rows: list[tuple[tuple, str]]) -> int:
         """Insert many bulk_row()s at once, skipping ids already present."""
@@ -209,10 +252,13 @@ class LocalStore:
     def reindex_fact(self, fact_id: str, body: str) -> None:
         """Replace a fact's full-text entry (after its text or category changed)."""
         rowid = self.conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact_id,)).fetchone()
-        if rowid:
-            self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", rowid)
-            self.conn.execute("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)",
-                              (rowid[0], body))
+        if rowid is None:
+            return
+        if self.conn.execute("UPDATE fts_pending SET body = ? WHERE fact_rowid = ?",
+                             (body, rowid[0])).rowcount:
+            return                                  # not indexed yet: the new body waits
+        self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", rowid)
+        self.conn.execute("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)", (rowid[0], body))
 
     def get_fact(self, fact_id: str) -> Optional[Fact]:
         row = self.conn.execute(f"SELECT {_FACT_COLUMNS} FROM facts WHERE id = ?",
@@ -230,10 +276,13 @@ class LocalStore:
         return out
 
     def find_live_by_norm_key(self, norm_key: str) -> Optional[Fact]:
-        row = self.conn.execute(
-            f"SELECT {_FACT_COLUMNS} FROM facts WHERE norm_key = ? AND superseded_by IS NULL "
-            "LIMIT 1", (norm_key,)).fetchone()
-        return _fact_from_row(row) if row else None
+        """The live fact whose normalized text is `norm_key` (an exact duplicate), if any."""
+        for row in self.conn.execute(
+                f"SELECT {_FACT_COLUMNS} FROM facts WHERE norm_key = ? AND superseded_by IS NULL",
+                (key_digest(norm_key),)):
+            if normalized_key(row[1]) == norm_key:      # the digest matched; so must the text
+                return _fact_from_row(row)
+        return None
 
     def iter_facts(self, tier: Optional[str] = None, live_only: bool = False) -> Iterator[Fact]:
         """Every fact (optionally of one tier, optionally without superseded ones)."""
@@ -255,8 +304,28 @@ class LocalStore:
             "WHERE tier = 'warm'").fetchall()
 
     def warm_bytes(self) -> int:
-        return self.conn.execute(
+        """Bytes the warm tier holds (the sum of its facts' sizes).
+
+        remember() asks on every call; summing ~300 rows each time was ~7% of its cost. So a
+        caller that knows the total after its own writes leaves it with note_warm_bytes(),
+        and the next call takes it as long as nothing else wrote since: any other write, here
+        or from another connection, changes the stamp and forces a recount.
+        """
+        if self._warm_total is not None and self._warm_total[0] == self._write_stamp():
+            return self._warm_total[1]
+        total = self.conn.execute(
             "SELECT COALESCE(SUM(size), 0) FROM facts WHERE tier = 'warm'").fetchone()[0]
+        self._warm_total = (self._write_stamp(), total)
+        return total
+
+    def note_warm_bytes(self, total: int) -> None:
+        """Record the warm total as of now, after writes whose effect on it the caller knows.
+
+        In a transaction it is kept only if nothing else is written before the commit."""
+        if self.conn.in_transaction:
+            self._warm_noted = (self.conn.total_changes, total)
+        else:
+            self._warm_total = (self._write_stamp(), total)
 
     def count_facts(self, tier: Optional[str] = None) -> int:
         if tier:
@@ -284,6 +353,7 @@ class LocalStore:
             row = self.conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact_id,)).fetchone()
             if row:
                 self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", row)
+                self.conn.execute("DELETE FROM fts_pending WHERE fact_rowid = ?", row)
                 self.conn.execute("DELETE FROM facts WHERE rowid = ?", row)
 
     def search(self, match: str, *, tier: Optional[str] = None,
@@ -294,6 +364,7 @@ class LocalStore:
         `categories` keeps facts filed at those paths or below them. Superseded facts never
         come back.
         """
+        self.flush_fulltext()
         where = ["facts_fts MATCH ?", "f.superseded_by IS NULL"]
         args: list = [match]
         if tier:
@@ -328,6 +399,7 @@ class LocalStore:
         """
         if not terms:
             return {}
+        self.flush_fulltext()
         if cap is None:
             marks = ",".join("?" * len(terms))
             return dict(self.conn.execute(
@@ -350,6 +422,7 @@ class LocalStore:
         """(indexed facts, mean tokens per fact) of the full-text index, as bm25 sees them.
 
         Read from FTS5's averages record (one small row) rather than counted."""
+        self.flush_fulltext()
         try:
             row = self.conn.execute("SELECT block FROM facts_fts_data WHERE id = 1").fetchone()
             values = _varints(bytes(row[0])) if row and row[0] else []
@@ -365,6 +438,7 @@ class LocalStore:
 
         order 'rank': best bm25 first (the index scores every matching row: keep the
         expression selective); 'recent': newest first, which stops after `limit` rows."""
+        self.flush_fulltext()
         by = "rank" if order == "rank" else "rowid DESC"
         try:
             return [r[0] for r in self.conn.execute(
@@ -377,6 +451,7 @@ class LocalStore:
         """(rowid, *fact columns, index body) of the live facts among `rowids`; turn the
         columns into a Fact with `fact_from_row(row[1:12])`."""
         ids = list(rowids)
+        self.flush_fulltext()
         out: list[tuple] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
@@ -501,6 +576,11 @@ class LocalStore:
         self.conn.execute("INSERT INTO audit (ts, op, target, detail) VALUES (?, ?, ?, ?)",
                           (now if now is not None else time.time(), op, target, detail))
 
+    def audit_many(self, op: str, entries: Iterable[tuple[str, str]], now: float) -> None:
+        """One audit row per (target, detail), all for the same operation and time."""
+        self.conn.executemany("INSERT INTO audit (ts, op, target, detail) VALUES (?, ?, ?, ?)",
+                              [(now, op, target, detail) for target, detail in entries])
+
     def audit_log(self, limit: int = 100) -> list[tuple[float, str, str, str]]:
         return self.conn.execute("SELECT ts, op, target, detail FROM audit ORDER BY id DESC "
                                  "LIMIT ?", (limit,)).fetchall()
@@ -520,8 +600,8 @@ class LocalStore:
 
     def wipe(self) -> None:
         """Delete every row of this agent's memory (a revoked device, restore --force)."""
-        for table in ("facts", "facts_fts", "tree_nodes", "hot_state", "outbox", "metrics",
-                      "audit", "kv"):
+        for table in ("facts", "facts_fts", "fts_pending", "tree_nodes", "hot_state", "outbox",
+                      "metrics", "audit", "kv"):
             self.conn.execute(f"DELETE FROM {table}")
 
     def is_empty(self) -> bool:

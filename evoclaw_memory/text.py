@@ -10,6 +10,7 @@ porter stemming and real BM25 for spaced languages in the same index.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import unicodedata
 
@@ -138,6 +139,15 @@ def fts_match_expression(terms: list[str]) -> str:
 def normalized_key(text: str) -> str:
     """Key under which two texts count as the same fact (case, spacing, punctuation ignored)."""
     return " ".join(_tokens(text))[:500]
+
+
+def key_digest(key: str) -> str:
+    """What the store keeps of a normalized key: 64 bits of BLAKE2b, in hex.
+
+    Full keys averaged ~90 bytes an index entry, and remember() inserts one at a random place
+    in that index on every call; 16 characters keep the index ~5x smaller. The store confirms
+    a digest match against the fact's own text, so a collision cannot merge two facts."""
+    return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
 def key_and_body(text: str, category: str, extra: str = "") -> tuple[str, str]:

@@ -53,7 +53,15 @@ def check_limits(mem: Memory) -> None:
     assert len(state.active_context.tasks) <= HOT_MAX_PENDING_TASKS
     assert len(state.active_context.projects) <= HOT_MAX_PROJECTS
     assert len(mem.render_memory_md().encode()) <= HOT_MAX_BYTES
-    assert mem.store.warm_bytes() <= mem.config.warm_max_bytes
+    conn = mem.store.conn
+    warm = conn.execute("SELECT COALESCE(SUM(size), 0) FROM facts WHERE tier = 'warm'").fetchone()[0]
+    assert mem.store.warm_bytes() == warm <= mem.config.warm_max_bytes   # the kept total is true
+    # Every fact is in the full-text index or waiting for it: one of the two, exactly.
+    indexed, waiting, both = conn.execute(
+        "SELECT (SELECT count(*) FROM facts_fts), (SELECT count(*) FROM fts_pending), "
+        "(SELECT count(*) FROM fts_pending WHERE fact_rowid IN (SELECT rowid FROM facts_fts))"
+    ).fetchone()
+    assert indexed + waiting == mem.store.count_facts() and both == 0
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

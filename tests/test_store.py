@@ -1,4 +1,3 @@
-import os
 import sqlite3
 import stat
 import subprocess
@@ -9,6 +8,7 @@ import pytest
 from evoclaw_memory import Memory, StoreError, ValidationError
 from evoclaw_memory import migrate
 from evoclaw_memory.store import LocalStore
+from evoclaw_memory.text import key_digest, normalized_key
 
 
 def test_database_is_private_and_wal(mem, home):
@@ -59,12 +59,142 @@ def test_outbox_written_in_same_transaction(mem):
     fact = mem.remember("The wifi password is on the fridge", category="home")
     kinds = [(k, r) for _, k, r in mem.store.outbox()]
     assert ("fact", fact.id) in kinds
-    assert ("state", "state") in kinds
+    assert ("state", "state") in kinds          # the new tree node "home"
     # The state entry is coalesced: one row, however many changes.
-    mem.remember("Second fact", category="home")
+    second = mem.remember("Second fact", category="home")
     mem.update_hot("identity", {"agent_name": "Claw"})
     assert sum(1 for _, k, _ in mem.store.outbox() if k == "state") == 1
     assert mem.store.outbox()[-1][1] == "state"
+    # A fact filed under an existing node queues only itself: the engine pushes the state
+    # (its tree counts) with every batch of facts.
+    mem.store.ack_outbox([seq for seq, _, _ in mem.store.outbox()])
+    third = mem.remember("Third fact", category="home")
+    assert [(k, r) for _, k, r in mem.store.outbox()] == [("fact", third.id)]
+    assert second.id != third.id
+
+
+def _warm_sum(store):
+    return store.conn.execute(
+        "SELECT COALESCE(SUM(size), 0) FROM facts WHERE tier = 'warm'").fetchone()[0]
+
+
+def test_warm_total_kept_between_calls_is_always_the_true_sum(home, clock):
+    with Memory.open("w", home=home, clock=clock, warm_max_bytes=2_000) as mem:
+        for i in range(60):                       # well past the cap: eviction rounds too
+            mem.remember(f"note {i} about the {i % 7} greenhouse shelf", category="garden")
+            assert mem.store.warm_bytes() == _warm_sum(mem.store) <= 2_000
+        # Another connection (another process, say) changes the warm tier: the kept total
+        # must not be trusted after that.
+        with Memory.open("w", home=home, clock=clock, warm_max_bytes=2_000) as other:
+            other.store.conn.execute("UPDATE facts SET tier = 'cold' WHERE tier = 'warm' "
+                                     "AND rowid % 2 = 0")
+        assert mem.store.warm_bytes() == _warm_sum(mem.store)
+        mem.remember("one more note about the shelf", category="garden")
+        assert mem.store.warm_bytes() == _warm_sum(mem.store) <= 2_000
+
+
+def test_warm_total_is_dropped_with_a_rolled_back_remember(mem, monkeypatch):
+    mem.remember("first note", category="garden")
+    before = mem.store.warm_bytes()
+
+    note = mem.store.note_warm_bytes
+
+    def note_then_fail(total):      # the last step of remember(), then the commit fails
+        note(total)
+        raise RuntimeError("disk trouble")
+    monkeypatch.setattr(mem.store, "note_warm_bytes", note_then_fail)
+    with pytest.raises(RuntimeError):
+        mem.remember("second note, never stored", category="garden")
+    monkeypatch.undo()
+    assert mem.store.count_facts() == 1
+    assert mem.store.warm_bytes() == _warm_sum(mem.store) == before
+
+
+def _fulltext_rows(store):
+    indexed = store.conn.execute("SELECT count(*) FROM facts_fts").fetchone()[0]
+    waiting = store.conn.execute("SELECT count(*) FROM fts_pending").fetchone()[0]
+    return indexed, waiting
+
+
+def test_new_facts_wait_for_the_full_text_index_and_are_still_found(mem):
+    from evoclaw_memory.store import FULLTEXT_BATCH
+    fact = mem.remember("Biscuit hides the tennis ball under the sofa", category="pets")
+    assert _fulltext_rows(mem.store) == (0, 1)
+    assert [r.fact.id for r in mem.retrieve("tennis ball")][:1] == [fact.id]
+    assert _fulltext_rows(mem.store) == (1, 0)          # a search indexes what waits first
+    for i in range(FULLTEXT_BATCH):
+        mem.remember(f"greenhouse sensor {i} reads humidity", category="garden")
+    indexed, waiting = _fulltext_rows(mem.store)
+    assert indexed + waiting == FULLTEXT_BATCH + 1 and waiting < FULLTEXT_BATCH
+
+
+def test_waiting_full_text_entries_survive_a_restart(home, clock):
+    with Memory.open("r", home=home, clock=clock) as mem:
+        fact = mem.remember("The spare key is in the blue flowerpot", category="home")
+    with Memory.open("r", home=home, clock=clock) as mem:
+        assert _fulltext_rows(mem.store) == (0, 1)
+        assert [r.fact.id for r in mem.retrieve("spare key flowerpot")][:1] == [fact.id]
+
+
+def test_reindexing_or_deleting_a_waiting_fact_keeps_one_entry_per_fact(mem):
+    kept = mem.remember("Tomatoes need shade in July", category="garden")
+    gone = mem.remember("Mint spreads everywhere", category="garden")
+    mem.store.reindex_fact(kept.id, "tomato need shade july allotment")
+    mem.store.delete_facts([gone.id])
+    assert _fulltext_rows(mem.store) == (0, 1)
+    assert [f.id for f, _ in mem.store.search('"allotment"')] == [kept.id]
+    assert mem.store.search('"mint"') == []
+    assert _fulltext_rows(mem.store) == (1, 0)
+    # Once indexed, a reindex replaces the entry in the index itself.
+    mem.store.reindex_fact(kept.id, "tomato need shade july greenhouse")
+    assert [f.id for f, _ in mem.store.search('"greenhouse"')] == [kept.id]
+    assert mem.store.search('"allotment"') == []
+    assert _fulltext_rows(mem.store) == (1, 0)
+
+
+def test_release_two_database_is_migrated(tmp_path):
+    """A database written by the previous release: full-text duplicate keys, the three
+    indexes remember() no longer keeps, and a bulk load that died with them dropped."""
+    path = tmp_path / "home" / "agents" / "old" / "memory.db"
+    path.parent.mkdir(parents=True, mode=0o700)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                 "applied_at REAL NOT NULL)")
+    for version, name, sql in migrate.migrations("local")[:2]:
+        conn.executescript(sql)
+        conn.execute("INSERT INTO schema_version VALUES (?, ?, 0)", (version, name))
+    old_key = normalized_key("The wifi password is on the fridge")   # as release 2 stored it
+    conn.execute("INSERT INTO facts (id, text, category, importance, created_at, last_access, "
+                 "norm_key, size) VALUES ('old-1', 'The wifi password is on the fridge', 'home', "
+                 "0.5, 0, 0, ?, 34)", (old_key,))
+    conn.execute("INSERT INTO facts_fts (rowid, body) VALUES (1, 'the wifi password fridg home')")
+    conn.execute("INSERT INTO kv VALUES ('store.deferred_indexes', json_object("
+                 "'facts_created', 'CREATE INDEX facts_created ON facts (created_at)', "
+                 "'facts_norm_key', 'CREATE INDEX facts_norm_key ON facts (norm_key)'))")
+    conn.execute("DROP INDEX facts_norm_key")
+    conn.close()
+    store = LocalStore.open(path)
+    names = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "facts_norm_key" in names                  # the killed load's index is back
+    assert not names & {"facts_created", "facts_tier_size", "audit_ts"}
+    assert store.get_setting("store.deferred_indexes") is None
+    assert store.conn.execute("SELECT norm_key FROM facts").fetchone()[0] == \
+        key_digest(old_key)
+    store.close()
+    with Memory.open("old", home=tmp_path / "home") as mem:
+        twin = mem.remember("the WiFi password is on the fridge!", category="home")
+        assert twin.id == "old-1" and mem.store.count_facts() == 1
+
+
+def test_a_digest_collision_does_not_merge_two_facts(mem, monkeypatch):
+    import evoclaw_memory.store as store_module
+    first = mem.remember("Feed the cat at seven", category="home")
+    monkeypatch.setattr(store_module, "key_digest", lambda key: "same-for-every-key")
+    mem.store.conn.execute("UPDATE facts SET norm_key = 'same-for-every-key'")
+    second = mem.remember("Water the ferns on Sunday", category="home")
+    assert second.id != first.id and mem.store.count_facts() == 2
+    again = mem.remember("water the ferns on sunday", category="home")
+    assert again.id == second.id
 
 
 def test_failed_change_leaves_no_outbox_or_fact(mem):
@@ -135,7 +265,7 @@ def _facts_indexes(store):
 def test_deferred_indexes_are_rebuilt_after_the_load(tmp_path):
     store = LocalStore.open(tmp_path / "m.db")
     before = _facts_indexes(store)
-    assert {"facts_norm_key", "facts_tier_category", "facts_created"} <= before
+    assert {"facts_norm_key", "facts_tier_category"} <= before
     with store.indexes_deferred():
         assert _facts_indexes(store) == set()
     assert _facts_indexes(store) == before

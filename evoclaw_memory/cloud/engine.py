@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Optional, Protocol
+from typing import Protocol
 
 import msgspec
 
@@ -109,7 +109,9 @@ class SyncEngine:
                           if f.id not in queued]
             expected = int(self.store.get_setting(KV_REMOTE_VERSION) or 0)
             cursor = int(self.store.get_setting(KV_PULL_CURSOR) or 0)
-            state = self.local.critical_state() if state_entry is not None else None
+            # New facts change the tree's counts, so the state goes with every batch of facts
+            # (remember() queues the fact alone; see Memory._insert).
+            state = self.local.critical_state() if state_entry is not None or facts else None
             # Unavailable propagates: nothing was acknowledged, the outbox keeps the work.
             result = self.remote.push(self.agent_id, self.device_id, self.device_name, facts,
                                       state, expected, cursor)

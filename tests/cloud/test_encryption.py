@@ -66,7 +66,7 @@ def _server_files_text(server) -> bytes:
 
 def _fill(mem):
     mem.update_hot("identity", {"agent_name": "Claw", "owner_name": "Samantha Whitcombe"})
-    mem.update_hot("lesson", {"text": "Never share the garage code 4471", "importance": 0.95})
+    mem.update_hot("lesson", {"text": "Never share the garage code 4471-8823", "importance": 0.95})
     return [mem.remember(text, category=cat, importance=0.8) for text, cat in SECRET_FACTS]
 
 
@@ -81,7 +81,9 @@ def test_cloud_sees_only_ciphertext(make_sqld, tmp_path):
     server.stop()                       # checkpoint: everything is in the server's own files
     raw = _server_files_text(server)
     assert b"enc:v1:" in raw
-    for needle in ["Hargreaves", "Spire", "Samantha", "Whitcombe", "garage code", "4471",
+    # Needles long enough not to turn up by chance in log timestamps, ports or ciphertext
+    # (a bare "4471" once matched a microsecond field of the server log).
+    for needle in ["Hargreaves", "Spire", "Samantha", "Whitcombe", "garage code", "4471-8823",
                    "pio run", "owner/family", "home-server", "garden-bot", "花生", "allergies"]:
         assert needle.encode() not in raw, needle
     assert recovery.encode() not in raw

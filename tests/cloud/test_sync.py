@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 
 import pytest
 
@@ -10,7 +9,7 @@ from evoclaw_memory import Memory, ValidationError
 from evoclaw_memory.cloud.hrana import HranaClient
 from evoclaw_memory.cloud.remote import SqlRemote
 from evoclaw_memory.cloud.sql import FileExecutor
-from evoclaw_memory.errors import AuthError, DeviceRevoked, Unavailable
+from evoclaw_memory.errors import DeviceRevoked, Unavailable
 
 
 @pytest.fixture(params=["sqld", "file"])
@@ -72,6 +71,22 @@ def test_push_is_one_request_and_idempotent(cloud, tmp_path):
         ids = cloud_ids(remote)
         assert sorted(ids) == sorted(set(ids)) and len(ids) == 11
         assert a.store.outbox_depth() == 0 and state.hot.identity.agent_name == "Claw"
+
+
+def test_a_new_fact_alone_still_pushes_the_tree_counts(cloud, tmp_path):
+    """remember() queues only its fact (no state entry); the push carries the state with it,
+    so the cloud's tree counts follow."""
+    remote = cloud()
+    with device(tmp_path, "a") as a:
+        fill(a, 3)
+        a.sync(remote=remote)
+        assert a.store.outbox_depth() == 0
+        fact = a.remember("the greenhouse door sticks in winter", category="projects/garden")
+        assert [(kind, ref) for _, kind, ref in a.store.outbox()] == [("fact", fact.id)]
+        report = a.sync(remote=remote)
+        assert report.pushed_facts == 1 and report.state_pushed and a.store.outbox_depth() == 0
+        pushed = {n.path: n.warm_count for n in remote.pull_state("sam").state.tree}
+        assert pushed["projects/garden"] == 4
 
 
 def test_restore_on_fresh_device(cloud, tmp_path):
