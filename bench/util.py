@@ -58,6 +58,10 @@ class AreaResult:
     def to_json(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict) -> "AreaResult":
+        return cls(**{**data, "rows": [Row(**row) for row in data.get("rows", [])]})
+
 
 def verdict(ok: Optional[bool]) -> str:
     return "n/a" if ok is None else ("PASS" if ok else "FAIL")
@@ -162,22 +166,21 @@ def render_area(res: AreaResult) -> str:
 class Workspace:
     """A temporary folder for one benchmark run, with cached generated stores."""
 
-    def __init__(self, quick: bool):
+    def __init__(self, quick: bool, root: Optional[Path] = None):
+        """A new folder, or (root given) the folder of a run this process takes part in:
+        each area runs in its own process, and the stores built by one are reused by the next."""
         self.quick = quick
-        self.root = Path(tempfile.mkdtemp(prefix="evoclaw-bench-"))
-        self._stores: dict[tuple[int, int], Path] = {}
+        self._owned = root is None
+        self.root = Path(tempfile.mkdtemp(prefix="evoclaw-bench-")) if root is None else root
         self._gen: dict[tuple[int, int], list] = {}
-        self._n = 0
         self.sqld_cache = Path(tempfile.gettempdir()) / "evoclaw-bench-cache"
 
     def close(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        if self._owned:
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def new_home(self, label: str = "home") -> Path:
-        self._n += 1
-        path = self.root / f"{label}-{self._n}"
-        path.mkdir(parents=True)
-        return path
+        return Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
 
     def generated(self, n: int, seed: int = 42) -> list:
         key = (n, seed)
@@ -189,9 +192,11 @@ class Workspace:
         """A home holding a bulk-loaded store of n facts (built once per run; do not mutate:
         use copy_store)."""
         from evoclaw_memory import Memory
-        key = (n, seed)
-        if key not in self._stores:
-            home = self.new_home(f"store{n}")
+        home = self.root / f"store{n}-{seed}"
+        built = home / ".built"           # written last: a store an area died building is redone
+        if not built.exists():
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir()
             began = time.perf_counter()
             with Memory.open(AGENT, home) as mem:
                 load_store(mem, n, gen=self.generated(n, seed))
@@ -199,9 +204,9 @@ class Workspace:
                     for k, v in Generator(seed + 1).hot_updates():
                         mem.update_hot(k, v)
                 mem.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            built.touch()
             log(f"  built a store of {n:,} facts in {time.perf_counter() - began:.1f} s")
-            self._stores[key] = home
-        return self._stores[key]
+        return home
 
     def copy_store(self, n: int, seed: int = 42) -> Path:
         src = self.store(n, seed)
@@ -211,10 +216,8 @@ class Workspace:
         return dst
 
     def drop_store(self, n: int, seed: int = 42) -> None:
-        home = self._stores.pop((n, seed), None)
         self._gen.pop((n, seed), None)
-        if home:
-            shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(self.root / f"store{n}-{seed}", ignore_errors=True)
 
 
 def db_path(home: Path) -> Path:
@@ -307,12 +310,13 @@ def peak_rss_kb(cmd: list[str], env: dict) -> int:
 
 # -- misc -------------------------------------------------------------------------------------
 
-_T0 = time.perf_counter()
+# Seconds since the run began, also in the area processes python -m bench starts.
+_T0 = float(os.environ.get("EVOCLAW_BENCH_STARTED") or time.time())
 
 
 def log(msg: str) -> None:
     """Progress on stderr (tables go to stdout)."""
-    print(f"[{time.perf_counter() - _T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+    print(f"[{time.time() - _T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
 
 
 def write_json(path: Path, payload: dict) -> None:
