@@ -37,7 +37,9 @@ def sizes(quick: bool) -> list[int]:
 
 def repeats(n: int, quick: bool) -> int:
     if n >= 100_000:
-        return 1 if quick else 3
+        # 5: the encrypted/plaintext ratio at 100k is judged against 1.3x and reads 1.1-1.3x;
+        # with 3 runs a side, one slow run moved the median by ~0.1x.
+        return 1 if quick else 5
     if n >= 10_000:
         return 2 if quick else 3
     return 3 if quick else 5
