@@ -21,8 +21,8 @@ import time
 import msgspec
 
 from .data import DAY, Generator, TREE
-from .util import (AGENT, AreaResult, Cloud, Workspace, count_label, human_bytes, log, memory,
-                   secs, verdict)
+from .util import (AGENT, AreaResult, Cloud, Workspace, count_label, human_bytes, log, median,
+                   memory, secs, verdict)
 
 TITLE = "4. Restore (real sqld → fresh device)"
 ROWS_PER_STMT = 200
@@ -201,23 +201,22 @@ def run(ws: Workspace) -> AreaResult:
                 path = ws.new_home("floor") / "floor.db"
                 floors.append(_floor(path, rows))
                 shutil.rmtree(path.parent, ignore_errors=True)
-            med = lambda xs: sorted(xs)[len(xs) // 2]                      # noqa: E731
             per_size[n] = {
                 "populate_s": pop, "repeats": k, "fast_repeats": k_fast,
-                "restore_s": med([r["seconds"] for r in fast]),
-                "full_s": med([r["seconds"] for r in full]),
-                "floor_s": med(floors),
+                "restore_s": median([r["seconds"] for r in fast]),
+                "full_s": median([r["seconds"] for r in full]),
+                "floor_s": median(floors),
                 "restore": fast[-1], "full": full[-1],
             }
             log(f"restore: {n:,}: restore {per_size[n]['restore_s']:.2f} s, full "
                 f"{per_size[n]['full_s']:.2f} s, floor {per_size[n]['floor_s']:.2f} s")
             if encrypted:
                 per_size[n]["encrypted"] = {
-                    "restore_s": med([r["seconds"] for r in enc_fast]),
-                    "full_s": med([r["seconds"] for r in enc_full]),
-                    "restore_data_s": med([r["seconds"] - r["key_seconds"] for r in enc_fast]),
-                    "plain_restore_data_s": med([r["seconds"] - r["key_seconds"] for r in fast]),
-                    "key_s": med([r["key_seconds"] for r in enc_fast]),
+                    "restore_s": median([r["seconds"] for r in enc_fast]),
+                    "full_s": median([r["seconds"] for r in enc_full]),
+                    "restore_data_s": median([r["seconds"] - r["key_seconds"] for r in enc_fast]),
+                    "plain_restore_data_s": median([r["seconds"] - r["key_seconds"] for r in fast]),
+                    "key_s": median([r["key_seconds"] for r in enc_fast]),
                     "complete": enc_full[-1]["archive"] == n and enc_full[-1]["retrieve_works"]}
                 log(f"restore: {n:,} encrypted: restore "
                     f"{per_size[n]['encrypted']['restore_s']:.2f} s, full "

@@ -16,8 +16,8 @@ from evoclaw_memory.cloud.remote import encode_state
 from evoclaw_memory.cloud.sql import Stmt
 
 from .data import Generator, build_tree
-from .util import (AreaResult, Cloud, Workspace, human_bytes, log, memory, p50_p95, stats,
-                   verdict)
+from .util import (AreaResult, Cloud, Workspace, human_bytes, log, median, memory, p50_p95,
+                   stats, verdict)
 
 TITLE = "3. Sync (real sqld, loopback, JWT)"
 
@@ -125,38 +125,36 @@ class _Rig:
         self.cloud_rows = self.client.execute("SELECT COUNT(*) FROM cold_memories").rows[0][0]
 
     def report(self, res: AreaResult, rounds: int) -> AreaResult:
-        return _report(res, rounds, self.WARMUP, self.PINGS_PER_ROUND, self.push_s, self.ping,
-                       self.txn, self.reqs, self.sent, self.recv, self.pushed,
-                       self.state_pushed, self.state_bytes, self.depth, self.cloud_rows)
-
-
-def _report(res: AreaResult, rounds: int, warmup: int, pings_per_round: int, push_s, ping, txn,
-            reqs, sent, recv, pushed, state_pushed, state_bytes, depth, cloud_rows) -> AreaResult:
-    push, sel, wtx = stats(push_s), stats(ping), stats(txn)
-    ratio = push["p95"] / sel["p95"]
-    res.data.update({"push": push, "select1": sel, "write_txn": wtx, "state_bytes": state_bytes,
-                     "requests": reqs, "bytes_sent": sent, "bytes_received": recv, "facts_per_push": pushed,
-                     "state_pushed_every_time": all(state_pushed), "outbox_after": depth,
-                     "cloud_rows": cloud_rows, "rounds": rounds})
-    res.add("post-conversation push p50 / p95 (10 facts + state)", p50_p95(push),
-            f"SELECT 1 {p50_p95(sel)}", "p95 < 3× SELECT 1 p95",
-            verdict(ratio < 3.0))
-    res.add("push p95 ÷ SELECT 1 p95", f"{ratio:.2f}×", "", "< 3×", verdict(ratio < 3.0))
-    res.add("one-row write transaction p50 / p95 (same client)", p50_p95(wtx),
-            f"push p95 ÷ this p95: {push['p95'] / wtx['p95']:.2f}×")
-    one = min(reqs) == max(reqs) == 1
-    res.add("HTTP requests per sync", f"{min(reqs)}–{max(reqs)}" if not one else "1",
-            f"{rounds} syncs", "exactly 1", verdict(one))
-    res.add("bytes on the wire per sync, median (sent / received)",
-            f"{human_bytes(sorted(sent)[len(sent) // 2])} / {human_bytes(sorted(recv)[len(recv) // 2])}",
-            f"facts pushed per sync: {min(pushed)}–{max(pushed)}; state every time: "
-            f"{all(state_pushed)}")
-    res.add("critical state pushed per sync (JSON)",
-            f"{human_bytes(state_bytes[0])} → {human_bytes(state_bytes[-1])}",
-            f"over {rounds} syncs with one hot-memory event each")
-    res.notes.append(f"{rounds} timed syncs after {warmup} warm-up, each after 10 remember() "
-                     "calls and one hot-memory event (not timed). The agent has 1,000 earlier "
-                     f"facts. Each round also times {pings_per_round} `SELECT 1` requests (before "
-                     "the push) and a one-row write transaction (after it) through the same "
-                     "HranaClient: interleaved, so all three see the same conditions.")
-    return res
+        """The area's rows and data from this agent's rounds."""
+        push, sel, wtx = stats(self.push_s), stats(self.ping), stats(self.txn)
+        reqs, pushed, state_bytes = self.reqs, self.pushed, self.state_bytes
+        every_time = all(self.state_pushed)
+        ratio = push["p95"] / sel["p95"]
+        res.data.update({"push": push, "select1": sel, "write_txn": wtx,
+                         "state_bytes": state_bytes, "requests": reqs,
+                         "bytes_sent": self.sent, "bytes_received": self.recv,
+                         "facts_per_push": pushed, "state_pushed_every_time": every_time,
+                         "outbox_after": self.depth, "cloud_rows": self.cloud_rows,
+                         "rounds": rounds})
+        res.add("post-conversation push p50 / p95 (10 facts + state)", p50_p95(push),
+                f"SELECT 1 {p50_p95(sel)}", "p95 < 3× SELECT 1 p95", verdict(ratio < 3.0))
+        res.add("push p95 ÷ SELECT 1 p95", f"{ratio:.2f}×", "", "< 3×", verdict(ratio < 3.0))
+        res.add("one-row write transaction p50 / p95 (same client)", p50_p95(wtx),
+                f"push p95 ÷ this p95: {push['p95'] / wtx['p95']:.2f}×")
+        one = min(reqs) == max(reqs) == 1
+        res.add("HTTP requests per sync", f"{min(reqs)}–{max(reqs)}" if not one else "1",
+                f"{rounds} syncs", "exactly 1", verdict(one))
+        res.add("bytes on the wire per sync, median (sent / received)",
+                f"{human_bytes(median(self.sent))} / {human_bytes(median(self.recv))}",
+                f"facts pushed per sync: {min(pushed)}–{max(pushed)}; state every time: "
+                f"{every_time}")
+        res.add("critical state pushed per sync (JSON)",
+                f"{human_bytes(state_bytes[0])} → {human_bytes(state_bytes[-1])}",
+                f"over {rounds} syncs with one hot-memory event each")
+        res.notes.append(f"{rounds} timed syncs after {self.WARMUP} warm-up, each after 10 "
+                         "remember() calls and one hot-memory event (not timed). The agent has "
+                         f"1,000 earlier facts. Each round also times {self.PINGS_PER_ROUND} "
+                         "`SELECT 1` requests (before the push) and a one-row write transaction "
+                         "(after it) through the same HranaClient: interleaved, so all three see "
+                         "the same conditions.")
+        return res

@@ -67,6 +67,11 @@ def verdict(ok: Optional[bool]) -> str:
     return "n/a" if ok is None else ("PASS" if ok else "FAIL")
 
 
+def median(values: list) -> Any:
+    """The middle value (the upper one of the two middles for an even count)."""
+    return sorted(values)[len(values) // 2]
+
+
 def stats(samples: list[float]) -> dict[str, float]:
     """p50/p95/mean/min/max of timings in seconds, and how many there were."""
     if not samples:
