@@ -21,13 +21,15 @@ from .util import (AreaResult, Workspace, clean_env, cli_path, log, memory, ms, 
 TITLE = "2. Write path"
 N_REMEMBER = 10_000
 TARGET_REMEMBER_S = 5.0
+N_DURABILITY = 2_000
 
 
 def _floor_inserts(path, facts) -> float:
-    """The same facts as plain sqlite3 inserts, one transaction each (WAL, synchronous=NORMAL)."""
+    """The same facts as plain sqlite3 inserts, one transaction each (WAL, synchronous=FULL,
+    as the store: every commit durable)."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA synchronous = FULL")
     conn.execute("CREATE TABLE facts (rowid INTEGER PRIMARY KEY, id TEXT UNIQUE, text TEXT, "
                  "category TEXT, importance REAL, created_at REAL, metadata TEXT)")
     conn.execute("CREATE VIRTUAL TABLE facts_fts USING fts5 (body)")
@@ -42,6 +44,20 @@ def _floor_inserts(path, facts) -> float:
     elapsed = time.perf_counter() - t
     conn.close()
     return elapsed
+
+
+def _durability_cost(ws: Workspace, facts) -> tuple[float, float]:
+    """The price of an fsync per commit: the same remember() calls with the store's
+    synchronous=FULL and, for reference only, NORMAL (which a power cut can undo)."""
+    times: dict[str, float] = {}
+    for mode in ("FULL", "NORMAL"):
+        with memory(ws.new_home(f"durability-{mode.lower()}")) as mem:
+            mem.store.conn.execute(f"PRAGMA synchronous = {mode}")
+            t = time.perf_counter()
+            for g in facts:
+                mem.remember(g.text, category=g.category, importance=g.importance)
+            times[mode] = time.perf_counter() - t
+    return times["FULL"], times["NORMAL"]
 
 
 def run(ws: Workspace) -> AreaResult:
@@ -75,6 +91,10 @@ def run(ws: Workspace) -> AreaResult:
     res.add("remember throughput", f"{N_REMEMBER / total:,.0f} facts/s",
             f"floor {N_REMEMBER / floor:,.0f} facts/s")
     res.add("remember per call p50 / p95", p50_p95(st), "(first 100 calls discarded)")
+    full_s, normal_s = _durability_cost(ws, gen[:N_DURABILITY])
+    res.data["durability"] = {"n": N_DURABILITY, "full_s": full_s, "normal_s": normal_s}
+    res.add(f"remember × {N_DURABILITY:,}, synchronous=FULL (the store's)", secs(full_s),
+            f"synchronous=NORMAL (not used): {secs(normal_s)} ({full_s / normal_s:.1f}×)")
 
     # -- end_conversation (rule mode) ----------------------------------------------------
     log("write: end_conversation")

@@ -205,3 +205,17 @@ def test_a_chosen_path_is_searched_even_when_its_facts_hold_only_common_words(
         hits = m.retrieve("weekend walker", limit=5)
         assert hits[0].fact.id == walker.id
         assert (hits[0].method, hits[0].path) == ("llm-tree", "home/pets")
+
+
+def test_a_fact_updated_sixty_times_is_still_found(tmp_path):
+    """Superseded versions must not take the candidate search's slots (issue 12, item 7):
+    after 60 supersessions the live version was crowded out and retrieve found nothing."""
+    from evoclaw_memory import Memory
+    with Memory.open("sam", home=tmp_path) as mem:
+        old = mem.remember("Battery level is 1 percent", category="devices/phone")
+        for level in range(2, 62):
+            new = mem.remember(f"Battery level is {level} percent", category="devices/phone")
+            mem.supersede(old.id, new.id)
+            old = new
+        hits = mem.retrieve("battery level")
+        assert [h.fact.text for h in hits] == ["Battery level is 61 percent"]
