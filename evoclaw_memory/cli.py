@@ -871,9 +871,8 @@ def doctor(ctx: click.Context, skip_network: bool) -> None:
         try:
             mem = Memory.open(config=config)
         except Exception as exc:    # noqa: BLE001 - doctor reports, never crashes
-            detail = str(exc) if str(config.db_path) in str(exc) else f"{config.db_path}: {exc}"
-            check("database", False, detail,
-                  "move the file aside (do not delete it) and run `evoclaw-memory restore`")
+            from .cli_agent import doctor_database_failure
+            doctor_database_failure(config, exc, check)
             return
         with mem:
             check("database", True, str(config.db_path))

@@ -176,6 +176,21 @@ class ProgressBar:
 Check = Callable[[str, bool, str, str], None]
 
 
+def doctor_database_failure(config: Any, exc: BaseException, check: Check) -> None:
+    """The failed `database` check when the memory cannot be opened, with the fix that fits:
+    a read-only home is made writable (a restore would drop the unsynced changes in it), a
+    damaged database of a folder that held memory is restored over (it is set aside)."""
+    from .store import DamagedStoreError, ReadOnlyStoreError
+    detail = str(exc) if str(config.db_path) in str(exc) else f"{config.db_path}: {exc}"
+    if isinstance(exc, ReadOnlyStoreError):
+        fix = f"make {config.db_path.parent} and {config.db_path.name} writable for this user"
+    elif isinstance(exc, DamagedStoreError):
+        fix = "run `evoclaw-memory restore --force` (the damaged file is kept beside it)"
+    else:
+        fix = "move the file aside (do not delete it) and run `evoclaw-memory restore`"
+    check("database", False, detail, fix)
+
+
 def doctor_cloud_checks(config: Any, mem: Any, check: Check, timeout: float = 5.0) -> None:
     """Cloud reachability and auth, then encryption keys (one check each, with a fix)."""
     from .cloud.remote import open_remote

@@ -13,7 +13,8 @@ from typing import Optional
 
 import click
 
-from .cli import _emit, _fact_line, _memory, _progress_bar, _when, cli, common_options
+from .cli import (_config, _emit, _fact_line, _memory, _progress_bar, _when, cli,
+                  common_options)
 
 
 def _interactive() -> bool:
@@ -88,21 +89,37 @@ def sync_critical(ctx: click.Context) -> None:
 
 @cli.command()
 @click.option("--full", is_flag=True, help="Also mirror the whole cold archive (resumable).")
-@click.option("--force", is_flag=True, help="Replace a non-empty local memory.")
+@click.option("--force", is_flag=True, help="Replace a non-empty (or damaged) local memory.")
+@click.option("--discard-unsynced", is_flag=True,
+              help="Drop the changes not yet synced (without it a restore over them is "
+                   "refused: run sync first).")
 @click.option("--recovery-key", "use_recovery", is_flag=True,
               help="Unlock with the recovery key (prompted, or EVOCLAW_RECOVERY_KEY).")
 @common_options
 @click.pass_context
-def restore(ctx: click.Context, full: bool, force: bool, use_recovery: bool) -> None:
-    """Rebuild this device's memory (hot, tree, MEMORY.md, warm facts) from the cloud."""
-    with _memory(ctx) as mem:
+def restore(ctx: click.Context, full: bool, force: bool, discard_unsynced: bool,
+            use_recovery: bool) -> None:
+    """Rebuild this device's memory (hot, tree, MEMORY.md, warm facts) from the cloud.
+
+    Nothing local changes until the keys are unlocked and the cloud's memory is fetched."""
+    from .cloud.restore import unsynced_at_risk
+    from .memory import Memory
+    config = _config(ctx)
+    # --force is also the way out of a damaged database (it is set aside, never deleted).
+    with Memory.open(config=config, recover_damaged=force) as mem:
+        at_risk = unsynced_at_risk(mem.store)
+        if at_risk and discard_unsynced:     # without the flag the refusal names the count
+            click.echo(f"{at_risk} change(s) not synced yet will be discarded by this restore "
+                       "(--discard-unsynced)", err=True)
+
         def run(passphrase, recovery_key):
             if use_recovery and not recovery_key:
                 recovery_key = os.environ.get("EVOCLAW_RECOVERY_KEY") or (
                     _ask_secret("Recovery key") if _interactive() else None)
             with _progress_bar(ctx, "restoring") as bar:
-                return mem.restore(full=full, force=force, progress=bar.update,
-                                   passphrase=passphrase, recovery_key=recovery_key)
+                return mem.restore(full=full, force=force, discard_unsynced=discard_unsynced,
+                                   progress=bar.update, passphrase=passphrase,
+                                   recovery_key=recovery_key)
 
         report = _with_secret(run, recovery=use_recovery)
         rejected = list(getattr(report, "rejected", []) or [])
@@ -110,6 +127,8 @@ def restore(ctx: click.Context, full: bool, force: bool, use_recovery: bool) -> 
         f"restored agent {report.agent_id}: remote version {report.remote_version}, "
         f"{report.warm_facts} warm fact(s), {report.archive_facts} in the archive"
         f"{f', {report.mirrored_facts} mirrored' if full else ''} in {report.seconds:.2f} s"
+        + (f"; {report.discarded_unsynced} unsynced change(s) discarded"
+           if report.discarded_unsynced else "")
         + (f"; {len(rejected)} damaged row(s) skipped" if rejected else "")))
     for line in rejected:
         click.echo(f"warning: {line}", err=True)

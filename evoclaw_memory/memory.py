@@ -75,11 +75,15 @@ class Memory:
     @classmethod
     def open(cls, agent_id: Optional[str] = None, home: Optional[Union[str, Path]] = None, *,
              config: Optional[Config] = None, navigator: Optional[TreeNavigator] = None,
-             clock: Callable[[], float] = time.time, llm=None, **overrides: Any) -> "Memory":
+             clock: Callable[[], float] = time.time, llm=None, recover_damaged: bool = False,
+             **overrides: Any) -> "Memory":
         """Open (creating if needed) the memory of `agent_id` under `home` or EVOCLAW_HOME.
 
         With an LLM configured (llm_base_url) or given (`llm`, an LLMClient), tree search and
-        distillation use it; `navigator` still overrides the tree search."""
+        distillation use it; `navigator` still overrides the tree search. A folder that held
+        memory and whose database is now missing, empty or unreadable raises StoreError;
+        `recover_damaged` (for restore --force) sets the damaged file aside instead and opens
+        an empty memory that only a completed restore makes usable."""
         if config is None:
             config = load_config(home=home, agent_id=agent_id, **overrides)
         validate_agent_id(config.agent_id)
@@ -90,7 +94,7 @@ class Memory:
         if llm is not None and navigator is None:
             from .llm_navigator import LLMNavigator
             navigator = LLMNavigator(llm)
-        store = LocalStore.open(config.db_path)
+        store = LocalStore.open(config.db_path, recover=recover_damaged)
         memory = cls(config, store, navigator=navigator, clock=clock)
         if llm is not None:
             memory.llm, memory._owns_llm = llm, owns_llm
@@ -698,27 +702,29 @@ class Memory:
                 "remote_version": int(self.store.get_setting(KV_REMOTE_VERSION) or 0),
                 "device_id": device_id(self.store)}
 
-    def restore(self, *, full: bool = False, force: bool = False, remote=None, progress=None,
+    def restore(self, *, full: bool = False, force: bool = False,
+                discard_unsynced: bool = False, remote=None, progress=None,
                 passphrase: Optional[str] = None, recovery_key: Optional[str] = None):
-        """Rebuild this (empty) device's memory from the cloud; see cloud.restore.
+        """Rebuild this device's memory from the cloud; see cloud.restore.
 
-        An encrypted memory is unlocked first (passphrase or recovery key): a wrong one fails
-        before anything is written locally."""
-        from .cloud.restore import restore
+        Refused, before any request, over a memory without `force` or over changes not yet
+        synced without `discard_unsynced`. Then the keys are unlocked (passphrase or recovery
+        key) and everything is fetched before the old memory is replaced in one transaction:
+        a wrong key or an unreachable cloud leaves the device as it was."""
+        from .cloud.restore import preflight, restore
         from .cloud.remote import open_remote
+        preflight(self.store, force, discard_unsynced)      # no scrypt, no request to refuse
         owned = remote is None
         if owned:
             remote = open_remote(self.config.cloud_url, self.config.cloud_token,
                                  Path(self.config.home) / "cloud.db")
         try:
-            if force:
-                with self.store.transaction():
-                    self.store.wipe()
             began = time.perf_counter()
             self.secure_remote(remote, passphrase, recovery_key, probe=True)
             unlocked = time.perf_counter() - began
             kwargs = {"progress": progress} if progress else {}
             report = restore(self, remote, self.agent_id, full=full, force=force,
+                             discard_unsynced=discard_unsynced,
                              warm_max_bytes=self.config.warm_max_bytes,
                              decay_days=self.config.decay_days,
                              access_boost=self.config.access_boost, **kwargs)

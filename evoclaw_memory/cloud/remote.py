@@ -154,11 +154,19 @@ def decode_state(data: str) -> CriticalState:
         return CriticalState(hot=HotState())
 
 
+# Epoch seconds of 3000-01-01, the bound the store validates every timestamp against.
+SECONDS_BOUND = 32_503_680_000
+
+
 def cloud_seconds(created_at) -> float:
-    """A cloud row's created_at in epoch seconds: the original skill wrote milliseconds in
-    places, and anything past year 33658 is taken for ms."""
+    """A cloud row's created_at in epoch seconds, exactly as written.
+
+    Rows are written in seconds, by this library and by the original skill alike
+    (`str(int(time.time()))`). Every valid time is below SECONDS_BOUND, so a value at or
+    past it cannot be seconds: only then is it read as milliseconds (a hand-written or
+    foreign row); no time in seconds is ever reinterpreted."""
     value = float(created_at or 0)
-    return value / 1000.0 if value > 1e12 else value
+    return value / 1000.0 if value >= SECONDS_BOUND else value
 
 
 def _fact_from_row(row: tuple) -> Fact:

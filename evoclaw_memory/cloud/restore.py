@@ -4,6 +4,11 @@ Fast path (`restore`): the critical state (hot memory + tree) and the warm worki
 (recent, non-frozen facts by score) — a handful of requests whatever the archive's size.
 `--full` then mirrors the whole archive page by page; the cursor is saved after every page,
 so an interrupted mirror continues where it stopped.
+
+Nothing local is touched until everything the fast path needs has been fetched: then one
+local transaction replaces the old memory (if any) with the restored one, so a wrong key, an
+unreachable cloud or a network lost halfway leaves the device as it was. Changes still
+waiting in the outbox are never discarded unless the caller says so (`discard_unsynced`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from ..models import Fact, HotState
 from ..scoring import score
 from ..store import LocalStore
 from .engine import KV_PULL_CURSOR, KV_REMOTE_VERSION
+from .keys import KV_RECORD, KV_RING
 from .remote import CriticalState, Remote, cloud_seconds
 
 PAGE_SIZE = 10_000              # rows per request and per local transaction (~4 MB of JSON)
@@ -29,6 +35,8 @@ WARM_WINDOW_DAYS = 60           # warm candidates: younger facts (a 0.3 score ne
 WARM_CANDIDATES = 3_000
 KV_MIRROR_CURSOR = "restore.mirror_cursor"
 KV_MIRROR_DONE = "restore.mirror_done"
+# The keys unlocked for this restore (before anything was fetched) survive its wipe.
+KEEP_ON_WIPE = (KV_RING, KV_RECORD)
 
 Progress = Callable[[str, int, int], None]     # (stage, done, total)
 
@@ -59,6 +67,7 @@ class RestoreReport(msgspec.Struct):
     complete_mirror: bool
     rejected: list[str] = []        # rows that failed authentication (tampered), skipped
     key_seconds: float = 0.0        # of `seconds`: finding and unlocking the keys (scrypt)
+    discarded_unsynced: int = 0     # outbox entries dropped (only with discard_unsynced)
 
 
 def _quiet(stage: str, done: int, total: int) -> None:
@@ -79,84 +88,128 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool = False,
-            force: bool = False, warm_max_bytes: int = 50 * 1024, decay_days: float = 30.0,
-            access_boost: float = 0.1, progress: Progress = _quiet) -> RestoreReport:
-    """Rebuild hot memory, the tree, MEMORY.md and warm from `remote` (and mirror all if full)."""
-    started = time.perf_counter()
-    store = target.store
-    resuming = store.get_setting(KV_MIRROR_CURSOR) is not None and \
+def resuming(store: LocalStore) -> bool:
+    """True while a `--full` restore whose state has landed has not finished its mirror."""
+    return store.get_setting(KV_MIRROR_CURSOR) is not None and \
         store.get_setting(KV_MIRROR_DONE) != "1"
-    if not store.is_empty() and not force and not resuming:
+
+
+def unsynced_at_risk(store: LocalStore) -> int:
+    """Outbox entries a restore would discard now (none while resuming: nothing is wiped)."""
+    return 0 if resuming(store) else store.outbox_depth()
+
+
+def preflight(store: LocalStore, force: bool, discard_unsynced: bool) -> int:
+    """Refuse, before any request, a restore that would replace memory or drop unsynced
+    changes without being told to; returns how many unsynced entries it will discard."""
+    if resuming(store):
+        return 0
+    if not store.is_empty() and not force:
         raise ValidationError("this device already has a memory for this agent; restore "
                               "would overwrite it: use --force to replace it")
+    unsynced = store.outbox_depth()
+    if unsynced and not discard_unsynced:
+        raise ValidationError(f"this device has {unsynced} change(s) not yet synced to the "
+                              "cloud, which a restore would discard: run `evoclaw-memory "
+                              "sync` first, or add --discard-unsynced to drop them")
+    return unsynced
+
+
+def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool = False,
+            force: bool = False, discard_unsynced: bool = False,
+            warm_max_bytes: int = 50 * 1024, decay_days: float = 30.0,
+            access_boost: float = 0.1, progress: Progress = _quiet) -> RestoreReport:
+    """Rebuild hot memory, the tree, MEMORY.md and warm from `remote` (and mirror all if full).
+
+    Every request of the fast path runs before the local memory is replaced (see above)."""
+    started = time.perf_counter()
+    store = target.store
+    was_resuming = resuming(store)
+    discarded = preflight(store, force, discard_unsynced)
     state = remote.pull_state(agent_id)
     archive = remote.count_facts(agent_id)
     if state is None and archive == 0:
         raise NotFoundError(f"the cloud has no memory for agent {agent_id!r}")
     progress("state", 1, 3)
-    if not resuming:
-        target.install_state(state.state if state and state.state else CriticalState(hot=HotState()),
-                             keep_counts=True)
-        now = time.time()
-        # Score the candidates from a few columns, then fetch only the facts that fit warm:
-        # the rows themselves (sealed ones are twice as big) are the bulk of a restore.
-        candidates = remote.recent_candidates(agent_id, now - WARM_WINDOW_DAYS * 86_400,
-                                              WARM_CANDIDATES)
-        ranked = sorted(candidates, key=lambda c: -score(
-            0.5 if c[1] is None else float(c[1]), cloud_seconds(c[2]), int(c[3] or 0), now,
-            decay_days, access_boost))
-        wanted, used = [], 0
-        sealed = getattr(getattr(remote, "codec", None), "encrypted", False)
-        for fact_id, _, _, _, stored_length in ranked:
-            length = int(stored_length or 0)
-            if sealed:      # "enc:v1:<key>:" + base64(nonce + text + tag): back to the text
-                length = max(0, (length - 20) * 3 // 4 - 28)
-            size = length + 40
-            if used + size > warm_max_bytes * 0.9:
-                break
-            wanted.append(fact_id)
-            used += size
-        chosen = remote.facts_by_ids(agent_id, wanted)
-        warm = target.bulk_insert(chosen, tier_by_score=True)
-        progress("warm", 2, 3)
-        with store.transaction():
+    if not was_resuming:
+        chosen = _warm_facts(remote, agent_id, warm_max_bytes, decay_days, access_boost)
+        pull_cursor = remote.max_rowid(agent_id)
+        with store.transaction():       # the old memory goes only as the restored one lands
+            store.wipe(keep_settings=KEEP_ON_WIPE)
+            target.install_state(state.state if state and state.state
+                                 else CriticalState(hot=HotState()), keep_counts=True)
+            warm = target.bulk_insert(chosen, tier_by_score=True)
             store.set_setting(KV_REMOTE_VERSION, str(state.version if state else 0))
-            store.set_setting(KV_PULL_CURSOR, str(remote.max_rowid(agent_id)))
-            store.conn.execute("DELETE FROM outbox")    # everything here came from the cloud
+            store.set_setting(KV_PULL_CURSOR, str(pull_cursor))
+            if full:                    # from here on a rerun resumes the mirror
+                store.set_setting(KV_MIRROR_CURSOR, "0")
+        progress("warm", 2, 3)
         target.write_memory_md()
     else:
         warm = store.count_facts("warm")
-    mirrored = 0
-    if full:
-        with store.transaction():
-            if store.get_setting(KV_MIRROR_CURSOR) is None:
-                store.set_setting(KV_MIRROR_CURSOR, "0")
-        cursor = int(store.get_setting(KV_MIRROR_CURSOR) or 0)
-        done = store.count_facts()
-        # The next page downloads while this one is decoded, prepared and written (sqld works
-        # on the other core). The download thread only waits on the socket: Python work there
-        # would stall this one, as SQLite gives up the GIL for every row it writes and then
-        # waits to take it back. The secondary indexes are built once, at the end.
-        with store.indexes_deferred(), _cyclic_gc_paused(), \
-                ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(remote.download_page, agent_id, cursor, PAGE_SIZE)
-            while True:
-                page = remote.open_page(pending.result())
-                if not page:
-                    break
-                pending = pool.submit(remote.download_page, agent_id, page[-1][0], PAGE_SIZE)
-                rows = target.prepare_bulk([f for _, f in page], tier_by_score=False)
-                with store.transaction():      # the page and its cursor land together
-                    mirrored += target.insert_prepared(rows)
-                    cursor = page[-1][0]
-                    store.set_setting(KV_MIRROR_CURSOR, str(cursor))
-                done += len(page)
-                progress("mirror", min(done, archive), archive)
-        with store.transaction():
-            store.set_setting(KV_MIRROR_DONE, "1")
+    mirrored = _mirror(target, remote, agent_id, archive, progress) if full else 0
     progress("done", 3, 3)
     return RestoreReport(agent_id=agent_id, remote_version=state.version if state else 0,
                          warm_facts=warm, mirrored_facts=mirrored, archive_facts=archive,
                          seconds=round(time.perf_counter() - started, 3),
-                         complete_mirror=full, rejected=list(getattr(remote, "rejected", [])))
+                         complete_mirror=full, rejected=list(getattr(remote, "rejected", [])),
+                         discarded_unsynced=discarded)
+
+
+def _warm_facts(remote: Remote, agent_id: str, warm_max_bytes: int, decay_days: float,
+                access_boost: float) -> list[Fact]:
+    """The facts that fit warm, best score first, fetched (nothing is written locally)."""
+    now = time.time()
+    # Score the candidates from a few columns, then fetch only the facts that fit warm:
+    # the rows themselves (sealed ones are twice as big) are the bulk of a restore.
+    candidates = remote.recent_candidates(agent_id, now - WARM_WINDOW_DAYS * 86_400,
+                                          WARM_CANDIDATES)
+    ranked = sorted(candidates, key=lambda c: -score(
+        0.5 if c[1] is None else float(c[1]), cloud_seconds(c[2]), int(c[3] or 0), now,
+        decay_days, access_boost))
+    wanted, used = [], 0
+    sealed = getattr(getattr(remote, "codec", None), "encrypted", False)
+    for fact_id, _, _, _, stored_length in ranked:
+        length = int(stored_length or 0)
+        if sealed:      # "enc:v1:<key>:" + base64(nonce + text + tag): back to the text
+            length = max(0, (length - 20) * 3 // 4 - 28)
+        size = length + 40
+        if used + size > warm_max_bytes * 0.9:
+            break
+        wanted.append(fact_id)
+        used += size
+    return remote.facts_by_ids(agent_id, wanted)
+
+
+def _mirror(target: RestoreTarget, remote: Remote, agent_id: str, archive: int,
+            progress: Progress) -> int:
+    """Mirror the whole archive from the saved cursor on; returns the facts it added."""
+    store = target.store
+    with store.transaction():
+        if store.get_setting(KV_MIRROR_CURSOR) is None:
+            store.set_setting(KV_MIRROR_CURSOR, "0")
+    cursor = int(store.get_setting(KV_MIRROR_CURSOR) or 0)
+    done = store.count_facts()
+    mirrored = 0
+    # The next page downloads while this one is decoded, prepared and written (sqld works
+    # on the other core). The download thread only waits on the socket: Python work there
+    # would stall this one, as SQLite gives up the GIL for every row it writes and then
+    # waits to take it back. The secondary indexes are built once, at the end.
+    with store.indexes_deferred(), _cyclic_gc_paused(), \
+            ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(remote.download_page, agent_id, cursor, PAGE_SIZE)
+        while True:
+            page = remote.open_page(pending.result())
+            if not page:
+                break
+            pending = pool.submit(remote.download_page, agent_id, page[-1][0], PAGE_SIZE)
+            rows = target.prepare_bulk([f for _, f in page], tier_by_score=False)
+            with store.transaction():      # the page and its cursor land together
+                mirrored += target.insert_prepared(rows)
+                cursor = page[-1][0]
+                store.set_setting(KV_MIRROR_CURSOR, str(cursor))
+            done += len(page)
+            progress("mirror", min(done, archive), archive)
+    with store.transaction():
+        store.set_setting(KV_MIRROR_DONE, "1")
+    return mirrored
