@@ -250,12 +250,13 @@ cli_bad = st.one_of(
 def test_cli_refuses_generated_bad_values_with_one_line(seeded, home, case):
     command, option, value = case
     if command == "store":
+        # "--opt=value": a generated value may start with "-"
         text = value if option == "--text" else "A fresh fact about the shed"
-        args = ["store", "--text", text] + ([option, value] if option != "--text" else [])
+        args = ["store", f"--text={text}"] + ([f"{option}={value}"] if option != "--text" else [])
     elif command == "hot":
         args = ["hot", "--update", option, value]
     else:
-        args = ["retrieve", value]
+        args = ["retrieve", "--", value]
     before = snapshot(seeded)
     result = invoke(home, *args)
     assert result.exit_code == 2, (args, result.output, result.stderr)
