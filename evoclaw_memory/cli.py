@@ -48,7 +48,8 @@ def _one_line(text: object) -> str:
 
 
 def _fail(message: str, code: int) -> "click.exceptions.Exit":
-    click.echo(f"error: {_one_line(message)}", err=True)
+    from .validate import printable
+    click.echo(f"error: {printable(_one_line(message))}", err=True)
     return click.exceptions.Exit(code)
 
 
@@ -178,12 +179,30 @@ def _builtins(obj: Any) -> Any:
     return obj
 
 
+class _Printable:
+    """stdout for human output: control characters (an OSC or CSI sequence hidden in a
+    stored fact) are written as visible escapes, never sent to the terminal."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from .validate import printable
+        return self._stream.write(printable(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _emit(ctx: click.Context, data: Any, human: Callable[[], None]) -> None:
     if _state(ctx).json:
         import msgspec
         click.echo(msgspec.json.encode(msgspec.to_builtins(_builtins(data))).decode())
     else:
-        human()
+        # Every human printer runs through here, so one wrapper covers them all (JSON
+        # output escapes control characters itself).
+        with contextlib.redirect_stdout(_Printable(sys.stdout)):  # type: ignore[type-var]
+            human()
 
 
 def _when(ts: Optional[float]) -> str:
@@ -412,20 +431,22 @@ def search_url(ctx: click.Context, fragment: str, limit: int) -> None:
 
 def _conversation(raw: str) -> Any:
     """A JSON list of {role, content} messages (or {"messages": [...]}), else plain text."""
-    import json
-    stripped = raw.strip()
+    from .errors import NestingError, ValidationError
+    from .validate import loads_json, text
+    stripped = text("conversation", raw).strip()
     if not stripped or stripped[0] not in "[{":
         return raw
     try:
-        data = json.loads(stripped)
-    except ValueError:
-        return raw
+        data = loads_json("conversation", stripped)
+    except NestingError:
+        raise
+    except ValidationError:
+        return raw          # not JSON after all: plain text that starts with a bracket
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
         data = data["messages"]
     if not isinstance(data, list):
         return raw
     if not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in data):
-        from .errors import ValidationError
         raise ValidationError("a conversation in JSON must be a list of {\"role\": ..., "
                               "\"content\": \"...\"} messages")
     return [{"role": str(m.get("role", "user")), "content": m["content"]} for m in data]
@@ -533,14 +554,6 @@ def hot(ctx: click.Context, update: Optional[tuple], complete_task: Optional[str
     with _memory(ctx) as mem:
         if update or complete_task:
             key, value = update if update else ("complete_task", complete_task)
-            if key == "complete_task" and value.lstrip().startswith("{"):
-                import json
-                try:
-                    value = json.loads(value)
-                except ValueError as exc:
-                    from .errors import ValidationError
-                    raise ValidationError(f"hot --update complete_task: malformed JSON "
-                                          f"({exc})") from exc
             state = mem.update_hot(key, value)
             path = mem.config.memory_md_path
             _emit(ctx, state, lambda: click.echo(f"updated {key}; MEMORY.md rewritten: {path}"))
@@ -919,7 +932,12 @@ def doctor(ctx: click.Context, skip_network: bool) -> None:
             check("outbox", True, f"{sizes['outbox_depth']} change(s) waiting for sync")
             from .cli_agent import doctor_cloud_checks, doctor_llm_check
             if not skip_network:
-                doctor_cloud_checks(config, mem, check)
+                try:
+                    doctor_cloud_checks(config, mem, check)
+                except Exception as exc:    # noqa: BLE001 - e.g. a corrupt cloud.db
+                    check("cloud", False, f"{type(exc).__name__}: {exc}",
+                          "move the damaged cloud file aside (do not delete it) and run "
+                          "`evoclaw-memory sync`")
                 doctor_llm_check(config, check)
 
     run()

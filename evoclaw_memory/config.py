@@ -14,8 +14,9 @@ from typing import Any, Mapping, Optional
 import msgspec
 
 from .errors import ConfigError, ValidationError
+from .validate import finite
 
-_AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 SECRET_FIELDS = ("cloud_token", "llm_api_key")
 
 # Environment variable -> config field (Turso's own names for the cloud).
@@ -45,7 +46,7 @@ _FILE_LAYOUT = {
 
 def validate_agent_id(agent_id: str) -> str:
     """The agent id if it is safe as a folder name, else ValidationError."""
-    if not isinstance(agent_id, str) or not _AGENT_ID.match(agent_id):
+    if not isinstance(agent_id, str) or not _AGENT_ID.fullmatch(agent_id):
         raise ValidationError(f"invalid agent id {str(agent_id)[:70]!r}: use 1-64 letters, "
                               "digits, '-' or '_' (starting with a letter or digit)")
     return agent_id
@@ -115,6 +116,30 @@ class Config(msgspec.Struct, kw_only=True):
         return data
 
 
+# Numeric settings: (field, TOML name, smallest allowed, whether the smallest is allowed).
+# decay_days divides every score, so 0 would be a ZeroDivisionError at the first retrieve.
+_NUMBERS = (("decay_days", "[scoring] decay_days", 0.0, False),
+            ("access_boost", "[scoring] access_boost", 0.0, True),
+            ("warm_max_bytes", "[warm] max_bytes", 0, False),
+            ("warm_retention_days", "[warm] retention_days", 0.0, False),
+            ("cold_retention_days", "[cold] retention_days", 0.0, False),
+            ("llm_timeout", "[llm] timeout", 0.0, False))
+
+
+def _check_numbers(config: Config) -> None:
+    """ConfigError for a numeric setting that is not finite or out of its range."""
+    for field, label, low, inclusive in _NUMBERS:
+        value = getattr(config, field)
+        try:
+            number = finite(label, value)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid configuration: {exc}") from None
+        if number < low or (number == low and not inclusive):
+            relation = "at least" if inclusive else "greater than"
+            raise ConfigError(f"invalid configuration: {label} must be {relation} {low:g}, "
+                              f"not {value}")
+
+
 def config_file(home: Path) -> Path:
     return home / "config.toml"
 
@@ -173,6 +198,7 @@ def load_config(home: Optional[Path | str] = None, agent_id: Optional[str] = Non
     except msgspec.ValidationError as exc:
         raise ConfigError(f"invalid configuration: {exc}") from exc
     validate_agent_id(config.agent_id)
+    _check_numbers(config)
     if config.encryption not in ("auto", "on", "off"):
         raise ConfigError("encryption must be 'auto', 'on' or 'off'")
     return config

@@ -24,6 +24,10 @@ class ValidationError(EvoclawError):
     exit_code = 2
 
 
+class NestingError(ValidationError):
+    """JSON input nested deeper than the library reads (a depth bomb, not data)."""
+
+
 class LimitError(ValidationError):
     """An operation would break one of the hard limits (tree nodes, depth, children...)."""
 

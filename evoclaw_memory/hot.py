@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import math
 from typing import Any, Callable
 
 import msgspec
 
+from . import validate
 from .errors import ValidationError
 from .limits import (HOT_MAX_BYTES, HOT_MAX_EVENTS, HOT_MAX_LESSONS, HOT_MAX_PENDING_TASKS,
                      HOT_MAX_PROJECTS)
@@ -46,6 +46,8 @@ def apply_update(state: HotState, key: str, value: Any, now: float,
         value = {"id": value} if isinstance(value, str) else value
     if not isinstance(value, dict):
         raise ValidationError(f"hot memory update {key!r} needs a JSON object")
+    # Before anything else: a NaN or a lone surrogate saved here could never be read back.
+    validate.json_value(f"hot {key}", value)
     state = copy.deepcopy(state)
     if key == "identity":
         _merge_identity(state, value, now)
@@ -68,6 +70,12 @@ def _merge_identity(state: HotState, value: dict, now: float) -> None:
     if unknown:
         raise ValidationError(f"unknown identity key(s) {', '.join(unknown)}; expected "
                               f"{', '.join(sorted(allowed))}")
+    for field, item in value.items():
+        if field == "trust_level":
+            if item is not None:
+                validate.finite("identity trust_level", item)
+        elif item is not None:
+            validate.text(f"identity {field}", item, max_len=ENTRY_TEXT_MAX)
     merged = {**msgspec.structs.asdict(state.identity), **value}
     try:
         state.identity = msgspec.convert(merged, Identity)
@@ -105,10 +113,14 @@ def _check_entry(kind: str, value: dict) -> None:
         if isinstance(value.get(field), str) and len(value[field]) > ENTRY_TEXT_MAX:
             raise ValidationError(f"{kind} {field} is {len(value[field])} characters; the limit "
                                   f"is {ENTRY_TEXT_MAX}")
-    importance = value.get("importance", 0.5)
-    if not isinstance(importance, (int, float)) or not 0 <= importance <= 1 \
-            or math.isnan(importance):
-        raise ValidationError(f"{kind} importance must be a number from 0 to 1")
+    validate.importance(value.get("importance", 0.5), f"{kind} importance")
+    if "timestamp" in value:
+        validate.timestamp(f"{kind} timestamp", value["timestamp"])
+    if "id" in value:
+        validate.text(f"{kind} id", value["id"], max_len=64)
+    for field in ("category", "status"):
+        if field in value:
+            validate.text(f"{kind} {field}", value[field], max_len=64)
 
 
 def _add_entry(state: HotState, kind: str, value: dict, now: float,

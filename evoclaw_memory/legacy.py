@@ -77,7 +77,7 @@ _COUNTERS = {
     "sync_count": "syncs", "syncs": "syncs",
 }
 _TIMESTAMPS = {"last_consolidation": "last_consolidation.quick", "last_sync": "last_sync"}
-_LIVE = re.compile(r"(_bytes|_kb|_size|_node_count|_memory_count)$|^(timestamp|agent_id)$")
+_LIVE = re.compile(r"(_bytes|_kb|_size|_node_count|_memory_count)\Z|^(timestamp|agent_id)\Z")
 
 
 # -- the report --------------------------------------------------------------------------------
@@ -275,6 +275,10 @@ def _load(path: Path, report: Report) -> Any:
     except ValueError as exc:
         report.files[name] = "refused"
         report.refuse(name, "(file)", f"not valid JSON: {exc}")
+        return None
+    except RecursionError:
+        report.files[name] = "refused"
+        report.refuse(name, "(file)", "JSON nested too deeply to be memory")
         return None
     report.files[name] = "read"
     return data

@@ -344,14 +344,17 @@ def extract_json(text: str) -> Any:
         cleaned = cleaned[closes[-1].end():]
     cleaned = _THINK_OPEN.sub("", cleaned).strip()
     candidates = [m.group(1) for m in _FENCE.finditer(cleaned)] + [cleaned]
-    for candidate in candidates:
-        value = _parse_candidate(candidate)
-        if value is not _NOTHING:
-            return value
-    for candidate in candidates:
-        value = _close_truncated(candidate)
-        if value is not _NOTHING:
-            return value
+    try:
+        for candidate in candidates:
+            value = _parse_candidate(candidate)
+            if value is not _NOTHING:
+                return value
+        for candidate in candidates:
+            value = _close_truncated(candidate)
+            if value is not _NOTHING:
+                return value
+    except RecursionError:          # a depth bomb is an unusable answer: callers fall back
+        raise LLMError("the LLM answer is JSON nested too deeply to read") from None
     preview = " ".join(cleaned.split())[:80]
     raise LLMError(f"the LLM answer holds no JSON: {preview!r}")
 

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Literal, Optional
 
 import msgspec
 
+from . import validate
 from .errors import LLMError
 from .limits import (DISTILLED_FACT_MAX_CHARS, TREE_MAX_CHILDREN, TREE_MAX_DEPTH,
                      TREE_MAX_DESCRIPTION, TREE_MAX_NODES)
@@ -389,7 +390,14 @@ def parse_distillation(value: Any) -> DistillAnswer:
                  tasks=_texts(hot_value.get("tasks")),
                  events=_texts(hot_value.get("events")))
     summary = value.get("summary") or value.get("core_summary") or ""
+    summary = summary if _clean(summary) else ""
     return DistillAnswer(summary=" ".join(str(summary).split()), facts=facts, hot=hot)
+
+
+def _clean(value: Any) -> bool:
+    """True for text the store can keep (the boundary's check: valid UTF-8, no NUL); the
+    parsers drop anything else, so one bad item never costs the rest of the answer."""
+    return isinstance(value, str) and validate.valid(validate.text, "LLM answer", value)
 
 
 def _fact_out(item: Any) -> Optional[FactOut]:
@@ -398,13 +406,13 @@ def _fact_out(item: Any) -> Optional[FactOut]:
     if not isinstance(item, dict):
         return None
     text = item.get("text") or item.get("fact")
-    if not isinstance(text, str) or not text.strip():
+    if not _clean(text) or not text.strip():
         return None
     meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else item
     category = item.get("category")
     return FactOut(
         text=" ".join(text.split()),
-        category=category if isinstance(category, str) and category.strip() else "general",
+        category=category if _clean(category) and category.strip() else "general",
         importance=_unit(_number(item.get("importance"), 0.5)),
         metadata=MetadataOut(urls=_texts(meta.get("urls"), 20),
                              commands=_texts(meta.get("commands"), 20),
@@ -429,7 +437,7 @@ def _profile(value: Any) -> dict[str, str]:
     else:
         return out
     for key, item in pairs:
-        if not isinstance(key, str) or not key.strip() or item is None:
+        if not _clean(key) or not key.strip() or item is None or not _clean(str(item)):
             continue
         key = re.sub(r"[^\w-]+", "_", key.strip().lower()).strip("_")[:64]
         text = " ".join(str(item).split())[:HOT_TEXT_MAX]
@@ -443,7 +451,7 @@ def _texts(value: Any, limit: int = HOT_MAX_ITEMS) -> list[str]:
     for item in _as_list(value):
         if isinstance(item, dict):
             item = item.get("text") or item.get("value") or item.get("name")
-        if isinstance(item, str) and item.strip():
+        if _clean(item) and item.strip():
             text = " ".join(item.split())
             if text not in out:
                 out.append(text)
@@ -561,6 +569,8 @@ def _number(value: Any, default: float) -> float:
         try:
             number = float(value.strip().rstrip("%"))
         except ValueError:
+            return default
+        if not math.isfinite(number):         # "NaN", "inf" parse as floats
             return default
         return number / 100 if value.strip().endswith("%") else number
     return default

@@ -10,7 +10,6 @@ import collections
 import contextlib
 import datetime as dt
 import json
-import math
 import os
 import secrets
 import tempfile
@@ -22,8 +21,9 @@ import msgspec
 
 from . import hot as hot_rules
 from . import tree as tree_rules
+from . import validate
 from .config import Config, load_config, validate_agent_id
-from .errors import LimitError, NotFoundError, ValidationError
+from .errors import ConfigError, LimitError, NotFoundError, ValidationError
 from .limits import (CONTEXT_RETRIEVED_MAX_BYTES, FACT_MAX_TEXT, INPUT_MAX_BYTES, TIER_HOT)
 from .models import Fact, FactDraft, HotState, Metadata, RetrievalResult, TreeNode
 from .retrieve import KeywordNavigator, Retriever, TreeNavigator
@@ -49,10 +49,10 @@ def _epoch(value: Timestamp, now: float) -> float:
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.timezone.utc)
-        return value.timestamp()
-    if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
-        return float(value)
-    raise ValidationError("created_at must be epoch seconds or a datetime")
+        value = value.timestamp()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError("created_at must be epoch seconds or a datetime")
+    return validate.timestamp("created_at", value)
 
 
 class Memory:
@@ -139,9 +139,8 @@ class Memory:
         now = self.clock()
         text = self._check_text(text)
         category = tree_rules.validate_path(category)
-        if isinstance(importance, bool) or not isinstance(importance, (int, float)) \
-                or not 0.0 <= importance <= 1.0:
-            raise ValidationError("importance must be a number from 0 to 1")
+        importance = validate.importance(importance)
+        source = validate.text("source", source, max_len=64)
         created = _epoch(created_at, now)
         meta = self._metadata(text, metadata)
         with self.store.transaction():
@@ -166,8 +165,7 @@ class Memory:
         return fact
 
     def _check_text(self, text: str) -> str:
-        if not isinstance(text, str):
-            raise ValidationError("fact text must be a string")
+        validate.text("fact text", text)
         if len(text.encode()) > INPUT_MAX_BYTES:
             raise ValidationError(f"text is {len(text.encode())} bytes; the limit for one input "
                                   f"is {INPUT_MAX_BYTES}")
@@ -181,11 +179,7 @@ class Memory:
 
     def _metadata(self, text: str, metadata: Optional[Union[Metadata, dict]]) -> Metadata:
         from .metadata import extract_metadata, merge_metadata
-        if isinstance(metadata, dict):
-            try:
-                metadata = msgspec.convert(metadata, Metadata)
-            except msgspec.ValidationError as exc:
-                raise ValidationError(f"metadata: {exc}") from exc
+        metadata = validate.metadata(metadata)
         found = extract_metadata(text)
         return merge_metadata(metadata, found) if metadata else found
 
@@ -330,14 +324,12 @@ class Memory:
 
     def retrieve(self, query: str, limit: int = 5) -> list[RetrievalResult]:
         """Ranked facts for `query`; each result says how it was found. Reinforces them."""
-        if not isinstance(query, str):
-            raise ValidationError("query must be text")
+        validate.text("query", query, allow_nul=True)
         if len(query.encode()) > 4_096:
             raise ValidationError("query is over 4096 bytes; shorten it")
-        if not 1 <= int(limit) <= 100:
-            raise ValidationError("limit must be between 1 and 100")
+        limit = validate.integer("limit", limit, 1, 100)
         now = self.clock()
-        results = self.retriever().retrieve(query, limit=int(limit), now=now)
+        results = self.retriever().retrieve(query, limit=limit, now=now)
         with self.store.transaction():
             self.store.incr_metric("retrievals")
             if results:
@@ -352,13 +344,17 @@ class Memory:
 
     def search_url(self, fragment: str, limit: int = 20) -> list[Fact]:
         """Facts whose URLs, commands, paths or text contain `fragment`."""
-        fragment = (fragment or "").strip()
+        fragment = validate.text("fragment", "" if fragment is None else fragment,
+                                 allow_nul=True).strip()
         if not fragment:
             raise ValidationError("give a URL fragment to search for")
+        limit = validate.integer("limit", limit, 1, 1000)
         return self.store.search_metadata(fragment[:500], limit=limit)
 
     def context(self, query: str = "", limit: int = 8) -> str:
         """What the agent loads: MEMORY.md + the tree + retrieved facts (<= 3 KB of them)."""
+        validate.text("query", query, allow_nul=True)
+        limit = validate.integer("limit", limit, 1, 100)
         parts = [self.render_memory_md(), "## Memory tree", self.tree_text()]
         if query.strip():
             lines, used = [], 0
@@ -382,19 +378,18 @@ class Memory:
     def update_hot(self, key: str, value: Any) -> HotState:
         """Apply one hot-memory update (identity, owner_profile, lesson, event, task, project,
         complete_task); value is a dict or a JSON string. Re-renders MEMORY.md."""
+        validate.text("hot memory key", key, max_len=64)
         if isinstance(value, str) and (key != "complete_task" or value.lstrip().startswith("{")):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise ValidationError(f"hot --update {key}: malformed JSON ({exc.msg} at "
-                                      f"position {exc.pos})") from exc
+            value = validate.loads_json(f"hot --update {key}", value)
         now = self.clock()
         with self.store.transaction():
             state = hot_rules.apply_update(self.store.load_hot(), key, value, now, new_id)
             self.store.save_hot(state, now)
             self.store.enqueue_state(now)
             self.store.audit(f"hot.{key}", "hot", "", now)
-        self.write_memory_md()
+            # Inside the transaction: if MEMORY.md cannot be written the update is rolled
+            # back, so a retry does not apply it twice.
+            self.write_memory_md()
         return state
 
     def render_memory_md(self) -> str:
@@ -403,8 +398,27 @@ class Memory:
     def write_memory_md(self) -> Path:
         """Write MEMORY.md into the workspace (atomically, owner-readable only)."""
         path = self.config.memory_md_path
-        _write_private(path, self.render_memory_md())
+        self.check_memory_md_path()
+        try:
+            _write_private(path, self.render_memory_md())
+        except OSError as exc:
+            raise ConfigError(f"cannot write MEMORY.md at {path}: {exc.strerror or exc}; set "
+                              "memory_md or workspace in config.toml to a writable place") \
+                from None
         return path
+
+    def check_memory_md_path(self) -> None:
+        """ConfigError unless MEMORY.md's path can be a file: no file where a folder must be
+        (checked before a change commits, so a failed write cannot half-apply it)."""
+        path = self.config.memory_md_path
+        if path.is_dir():
+            raise ConfigError(f"cannot write MEMORY.md at {path}: it is a folder")
+        for folder in path.parents:
+            if folder.exists():
+                if not folder.is_dir():
+                    raise ConfigError(f"cannot write MEMORY.md at {path}: {folder} is a file, "
+                                      "not a folder; fix memory_md or workspace in config.toml")
+                return
 
     # -- tree --------------------------------------------------------------------------------
 
@@ -482,7 +496,7 @@ class Memory:
         requires it, False uses rules. `mode` says what ran: "llm", "rules", or
         "rules-fallback" (the LLM failed; the reason is in `llm_error`)."""
         from .distill import core_summary, distill_facts, distill_structured
-        from .errors import ConfigError
+        validate.conversation(messages)
         _check_input_size(messages)
         nodes = self.store.tree_nodes()
         record = distill_structured(messages)
@@ -571,6 +585,8 @@ class Memory:
         hot updates -> MEMORY.md -> quick consolidation when due (4 h) -> push when a cloud is
         configured (offline: queued). Returns a report (see lifecycle.end_conversation)."""
         from .lifecycle import end_conversation
+        validate.conversation(messages)
+        self.check_memory_md_path()        # before anything commits (see update_hot)
         return end_conversation(self, messages, sync=sync, consolidate=consolidate,
                                 remote=remote)
 

@@ -160,8 +160,8 @@ _TOKEN_RE = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|\S+")
 # A flag, a path, an assignment, a host, a pipe... or a dotted name such as `app.py`, `a.com`
 # (but not ".2", which in "pip .2, atlas .20" is the end of an IP address).
 _TECHNICAL_ARG_RE = re.compile(r"^--?[A-Za-z0-9]|[/=@~$|&<>]|[A-Za-z0-9][.:][A-Za-z]")
-_ENV_ASSIGNMENT_RE = re.compile(r"^[A-Z_][A-Z0-9_]*=\S*$")
-_PLAIN_WORD_RE = re.compile(r"^[a-z][a-z0-9._+-]*$")
+_ENV_ASSIGNMENT_RE = re.compile(r"^[A-Z_][A-Z0-9_]*=\S*\Z")
+_PLAIN_WORD_RE = re.compile(r"^[a-z][a-z0-9._+-]*\Z")
 
 # Trailing characters that end a sentence rather than a link or a path.
 _TRAILING_PUNCTUATION = ".,;:!?'\"`*_]}>，。；：！？、）」』】"

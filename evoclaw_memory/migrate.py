@@ -14,7 +14,7 @@ from importlib import resources
 from .errors import StoreError
 from .text import key_digest
 
-_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql\Z")
 
 
 def migrations(kind: str) -> list[tuple[int, str, str]]:

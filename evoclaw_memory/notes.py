@@ -22,7 +22,7 @@ NOTE_SOURCE = "daily-note"
 # A note is written to be remembered, so a bullet needs less evidence than a chat line.
 NOTE_MIN_SCORE = 1
 
-_NOTE_NAME_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2}).*\.md$")
+_NOTE_NAME_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2}).*\.md\Z")
 
 
 class NoteWarning(msgspec.Struct):
@@ -71,7 +71,7 @@ def _note_date(name: str) -> date | None:
 _HEADING_RE = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE_RE = re.compile(r"^ {0,3}(```|~~~)")
 _BULLET_RE = re.compile(r"^(\s*)(?:[-*+•]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
-_DATE_ONLY_RE = re.compile(r"^[\d\s./-]+$")
+_DATE_ONLY_RE = re.compile(r"^[\d\s./-]+\Z")
 _LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
 
 

@@ -620,12 +620,16 @@ class LocalStore:
         return out
 
     def search_metadata(self, fragment: str, limit: int = 20) -> list[Fact]:
-        """Live facts whose metadata (urls, commands, paths) or text contains `fragment`."""
+        """Live facts one of whose urls, commands or paths, or whose text, contains `fragment`."""
         pattern = "%" + fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        # Within the metadata's string values, not its JSON text: '"' or 'urls' would match
+        # every fact with links.
         rows = self.conn.execute(
             f"SELECT {_FACT_COLUMNS} FROM facts WHERE superseded_by IS NULL AND "
-            "(metadata LIKE ? ESCAPE '\\' OR text LIKE ? ESCAPE '\\') "
-            "ORDER BY created_at DESC LIMIT ?", (pattern, pattern, limit)).fetchall()
+            "(text LIKE ?1 ESCAPE '\\' OR (metadata <> '{}' AND EXISTS (SELECT 1 FROM "
+            "json_tree(CASE WHEN json_valid(metadata) THEN metadata ELSE '{}' END) "
+            "WHERE type = 'text' AND value LIKE ?1 ESCAPE '\\'))) "
+            "ORDER BY created_at DESC LIMIT ?2", (pattern, limit)).fetchall()
         return [_fact_from_row(r) for r in rows]
 
     # -- tree ----------------------------------------------------------------------------

@@ -12,29 +12,18 @@ from typing import Iterable, Optional
 
 import msgspec
 
+from . import validate
 from .errors import LimitError, ValidationError
 from .limits import (TREE_MAX_BYTES, TREE_MAX_CHILDREN, TREE_MAX_DEPTH, TREE_MAX_DESCRIPTION,
                      TREE_MAX_NODES, TREE_PRUNE_IDLE_DAYS)
 from .models import TreeNode
 
-_SEGMENT = re.compile(r"^[^\W_][\w-]{0,31}$", re.UNICODE)
 SECONDS_PER_DAY = 86_400
 
 
 def validate_path(path: str) -> str:
-    """A normalized category path ('a/b/c', lower case), or ValidationError saying why not."""
-    if not isinstance(path, str):
-        raise ValidationError("a category path must be text")
-    clean = path.strip().lower()
-    segments = clean.split("/")
-    if not clean or any(not _SEGMENT.match(s) for s in segments):
-        raise ValidationError(
-            f"invalid category path {path[:80]!r}: use 1-{TREE_MAX_DEPTH} segments of letters, "
-            "digits, '-' or '_' separated by '/', e.g. 'projects/evoclaw'")
-    if len(segments) > TREE_MAX_DEPTH:
-        raise ValidationError(f"category path {path[:80]!r} is {len(segments)} levels deep; "
-                              f"the tree allows {TREE_MAX_DEPTH}")
-    return clean
+    """A normalized category path ('a/b/c', lower case, NFKC), or ValidationError saying why."""
+    return validate.category(path)
 
 
 def parent_of(path: str) -> Optional[str]:
@@ -70,7 +59,8 @@ def subtree_counts(nodes: list[TreeNode]) -> dict[str, tuple[int, int]]:
 def add(nodes: list[TreeNode], path: str, description: str, now: float) -> list[TreeNode]:
     """The tree with `path` (and its missing parents) added; LimitError if a limit would break."""
     path = validate_path(path)
-    description = (description or "").strip()
+    # One line of plain text: a newline in a description would forge a line of the tree.
+    description = " ".join(validate.text("node description", description or "").split())
     if len(description) > TREE_MAX_DESCRIPTION:
         raise ValidationError(f"node description is {len(description)} characters; the limit "
                               f"is {TREE_MAX_DESCRIPTION}")

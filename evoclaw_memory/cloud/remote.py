@@ -19,7 +19,8 @@ from typing import Optional, Protocol, Union
 
 import msgspec
 
-from ..errors import ConfigError, CryptoError, RemoteError
+from .. import validate
+from ..errors import ConfigError, CryptoError, RemoteError, ValidationError
 from ..models import Fact, HotState, Metadata, TreeNode
 from .sql import SqlExecutor, Stmt
 
@@ -178,11 +179,21 @@ def _fact_from_row(row: tuple) -> Fact:
     except msgspec.MsgspecError:
         meta = Metadata()
     created = cloud_seconds(created_at)
-    return Fact(id=fid, text=text, category=category,
-                importance=0.5 if importance is None else float(importance), created_at=created,
-                last_access=float(last_access) if last_access else created,
-                access_count=int(access_count or 0), metadata=meta, source=source or "legacy",
-                tier="cold", superseded_by=superseded_by)
+    # The same checks as every other entry point: a row another device (or an old release)
+    # wrote with a value this device could not store again is skipped with its reason.
+    return Fact(id=validate.text("cloud fact id", fid, max_len=64),
+                text=validate.text("cloud fact text", text),
+                category=validate.category(category),
+                importance=0.5 if importance is None else validate.importance(importance),
+                created_at=validate.timestamp("cloud fact created_at", created),
+                last_access=validate.timestamp("cloud fact last_access", last_access)
+                if last_access else created,
+                access_count=validate.integer("cloud fact access_count", access_count or 0,
+                                              0, validate.INT_MAX),
+                metadata=validate.metadata(meta) or Metadata(),
+                source=validate.text("cloud fact source", source or "legacy", max_len=64),
+                tier="cold", superseded_by=validate.optional_text("cloud fact superseded_by",
+                                                                  superseded_by, max_len=64))
 
 
 class PlainCodec:
@@ -276,8 +287,9 @@ class SqlRemote:
         for row in rows:
             try:
                 out.append((int(row[0]), self.codec.fact(row[1:])))
-            except CryptoError as exc:
-                self.rejected.append(str(exc))
+            except (CryptoError, ValidationError) as exc:
+                self.rejected.append(f"row {row[1]!r}: {exc}" if isinstance(exc, ValidationError)
+                                     else str(exc))
                 if unreadable is not None:
                     unreadable.append((int(row[0]), str(exc)))
         return out

@@ -1,0 +1,248 @@
+"""The one validation layer at the boundary (SPEC §6 "Nothing lost").
+
+Every value that enters the store - through the API, the CLI, the MCP server, an LLM answer,
+a legacy import or a row pulled from the cloud - passes these small pure functions first. A
+value the store could write but not read back (NaN, a time past SQLite's 64-bit range, a
+lone surrogate) would otherwise poison every later sync, so it is refused here, before
+anything is written, with one clear ValidationError.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import unicodedata
+from typing import Any, Optional
+
+from .errors import NestingError, ValidationError
+from .limits import TREE_MAX_DEPTH
+from .models import Metadata
+
+# Epoch seconds before 3000-01-01: far beyond any real fact, far inside SQLite's INTEGER.
+EPOCH_MAX = 32_503_680_000
+JSON_MAX_DEPTH = 20
+INT_MAX = 2 ** 63 - 1
+_SEGMENT = re.compile(r"[^\W_][\w-]{0,31}")
+# Scripts whose letters pass for each other ("hоme" with a Cyrillic o): one per segment.
+_CONFUSABLE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _show(value: Any, width: int = 40) -> str:
+    """A short, printable rendering of a bad value for an error message."""
+    shown = repr(value)
+    return shown if len(shown) <= width else shown[:width - 1] + "…"
+
+
+def finite(name: str, value: Any) -> float:
+    """`value` as a float if it is a real, finite number (bools are not numbers)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(f"{name} must be a number, not {type(value).__name__}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValidationError(f"{name} is too large") from None
+    if not math.isfinite(number):
+        raise ValidationError(f"{name} must be a finite number, not {_show(value)}")
+    return number
+
+
+def timestamp(name: str, value: Any) -> float:
+    """Epoch seconds from 0 to before the year 3000."""
+    seconds = finite(name, value)
+    if not 0 <= seconds < EPOCH_MAX:
+        raise ValidationError(f"{name} {_show(value)} is not a time in epoch seconds from 0 to "
+                              f"{EPOCH_MAX} (year 3000)")
+    return seconds
+
+
+def importance(value: Any, name: str = "importance") -> float:
+    """A number from 0 to 1."""
+    number = finite(name, value)
+    if not 0.0 <= number <= 1.0:
+        raise ValidationError(f"{name} must be a number from 0 to 1, not {_show(value)}")
+    return number
+
+
+def integer(name: str, value: Any, low: int, high: int) -> int:
+    """A whole number within [low, high] (an integral float such as 5.0 is accepted)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{name} must be a whole number from {low} to {high}, not "
+                              f"{_show(value)}")
+    if not low <= value <= high:
+        raise ValidationError(f"{name} must be between {low} and {high}, not {value}")
+    return value
+
+
+def text(name: str, value: Any, max_len: Optional[int] = None, *,
+         allow_nul: bool = False) -> str:
+    """A string that is valid UTF-8 (no lone surrogates, no undecodable bytes) without NUL
+    (`allow_nul` for text that is only searched for, never stored: a query)."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be text, not {type(value).__name__}")
+    if not allow_nul and "\x00" in value:
+        raise ValidationError(f"{name} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        # argv with invalid UTF-8 arrives as surrogate escapes; JSON can carry lone "\ud800".
+        raise ValidationError(f"{name} is not valid UTF-8 (a lone surrogate or an undecodable "
+                              "byte)") from None
+    if max_len is not None and len(value) > max_len:
+        raise ValidationError(f"{name} is {len(value)} characters; the limit is {max_len}")
+    return value
+
+
+def optional_text(name: str, value: Any, max_len: Optional[int] = None) -> Optional[str]:
+    return None if value is None else text(name, value, max_len)
+
+
+def json_value(name: str, value: Any, max_depth: int = JSON_MAX_DEPTH) -> Any:
+    """`value` if it is plain JSON data the store can round-trip: finite numbers, 64-bit
+    integers, valid text, string keys, at most `max_depth` levels of nesting."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, name)]
+    while stack:                       # iterative: a deep value must not exhaust the stack
+        item, depth, where = stack.pop()
+        if depth > max_depth:
+            raise NestingError(f"{name} is nested deeper than {max_depth} levels")
+        if item is None or isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            if not -INT_MAX - 1 <= item <= INT_MAX:
+                raise ValidationError(f"{where} is an integer outside the 64-bit range")
+        elif isinstance(item, float):
+            finite(where, item)
+        elif isinstance(item, str):
+            text(where, item)
+        elif isinstance(item, (list, tuple)):
+            stack += [(v, depth + 1, f"{where}[{i}]") for i, v in enumerate(item)]
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    raise ValidationError(f"{where} has a non-text key {_show(key)}")
+                text(f"{where} key", key)
+                stack.append((sub, depth + 1, f"{where}.{key[:40]}"))
+        else:
+            raise ValidationError(f"{where} is a {type(item).__name__}, which is not JSON")
+    return value
+
+
+def _no_constant(token: str) -> Any:
+    raise ValidationError(f"{token} is not a JSON number")
+
+
+def loads_json(name: str, raw: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
+    """Parse JSON text strictly: no NaN/Infinity, at most `max_depth` levels, valid text."""
+    text(name, raw)
+    try:
+        value = json.loads(raw, parse_constant=_no_constant)
+    except ValidationError as exc:
+        raise ValidationError(f"{name}: {exc}") from None
+    except RecursionError:
+        raise NestingError(f"{name} is nested deeper than {max_depth} levels") from None
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{name}: malformed JSON ({exc.msg} at position {exc.pos})") \
+            from None
+    return json_value(name, value, max_depth)
+
+
+def metadata(value: Any) -> Optional[Metadata]:
+    """Metadata from a Metadata, a {urls, commands, paths} dict of text lists, or None."""
+    if value is None:
+        return None
+    if isinstance(value, Metadata):
+        fields = {"urls": value.urls, "commands": value.commands, "paths": value.paths}
+    elif isinstance(value, dict):
+        unknown = sorted(str(k) for k in value if k not in ("urls", "commands", "paths"))
+        if unknown:
+            raise ValidationError(f"metadata: unknown key(s) {', '.join(unknown)[:80]}; "
+                                  "expected urls, commands, paths")
+        fields = {k: value.get(k) or [] for k in ("urls", "commands", "paths")}
+    else:
+        raise ValidationError("metadata must be an object with urls, commands and paths lists, "
+                              f"not {type(value).__name__}")
+    for key, items in fields.items():
+        if not isinstance(items, (list, tuple)):
+            raise ValidationError(f"metadata {key} must be a list of text")
+        for item in items:
+            text(f"metadata {key}", item, max_len=2_000)
+    return Metadata(urls=list(fields["urls"]), commands=list(fields["commands"]),
+                    paths=list(fields["paths"]))
+
+
+def _scripts(segment: str) -> set[str]:
+    return {script for ch in segment if ch.isalpha()
+            for script in (unicodedata.name(ch, "").split(" ")[0],)
+            if script in _CONFUSABLE_SCRIPTS}
+
+
+def category(value: Any) -> str:
+    """A normalized category path ('a/b/c', lower case, NFKC) or ValidationError saying why.
+
+    NFKC folds fullwidth and other compatibility forms ('ｈｏｍｅ' -> 'home'); a segment that
+    mixes Latin, Cyrillic or Greek letters ('hоme' with a Cyrillic o) is refused as a
+    look-alike. Letters of any one script (CJK, Cyrillic...) are fine."""
+    if not isinstance(value, str):
+        raise ValidationError("a category path must be text")
+    return _category(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _category(value: str) -> str:
+    # Cached: a restore decodes 100k rows filed under a few dozen paths.
+    text("category path", value)
+    clean = unicodedata.normalize("NFKC", value).strip().lower()
+    segments = clean.split("/")
+    # fullmatch, not match with "$": "$" also matches before a trailing newline.
+    if not clean or any(not _SEGMENT.fullmatch(s) for s in segments):
+        raise ValidationError(
+            f"invalid category path {value[:80]!r}: use 1-{TREE_MAX_DEPTH} segments of letters, "
+            "digits, '-' or '_' separated by '/', e.g. 'projects/evoclaw'")
+    if len(segments) > TREE_MAX_DEPTH:
+        raise ValidationError(f"category path {value[:80]!r} is {len(segments)} levels deep; "
+                              f"the tree allows {TREE_MAX_DEPTH}")
+    for segment in segments:
+        scripts = sorted(_scripts(segment))
+        if len(scripts) > 1:
+            raise ValidationError(f"category segment {segment!r} mixes "
+                                  f"{' and '.join(s.title() for s in scripts)} letters "
+                                  "(look-alikes); use one script per segment")
+    return clean
+
+
+def conversation(messages: Any) -> Any:
+    """A conversation: text, or a list of {role, content} messages with text content."""
+    if isinstance(messages, str):
+        text("conversation", messages)
+        return messages
+    if not isinstance(messages, list):
+        raise ValidationError("a conversation must be text or a list of {\"role\": ..., "
+                              "\"content\": \"...\"} messages, not "
+                              f"{type(messages).__name__}")
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+            raise ValidationError(f"message {index} has no text `content`")
+        text(f"message {index} content", message["content"])
+        if message.get("role") is not None:
+            text(f"message {index} role", message["role"], max_len=64)
+    return messages
+
+
+def valid(check: Any, *args: Any) -> bool:
+    """True when `check(*args)` accepts its value (for filters that skip, not refuse)."""
+    try:
+        check(*args)
+    except ValidationError:
+        return False
+    return True
+
+
+def printable(value: str) -> str:
+    """`value` with control characters (ESC, OSC, C1...) but newline and tab shown as
+    escapes, so stored text cannot drive the terminal it is printed on."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
