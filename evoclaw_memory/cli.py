@@ -930,6 +930,7 @@ def doctor(ctx: click.Context, skip_network: bool) -> None:
             for key, cap, fix in limits:
                 check(key, sizes[key] <= cap, f"{sizes[key]}/{cap}", f"run `{fix}`")
             check("outbox", True, f"{sizes['outbox_depth']} change(s) waiting for sync")
+            _rejected_check(mem, check)
             from .cli_agent import doctor_cloud_checks, doctor_llm_check
             if not skip_network:
                 try:
@@ -951,6 +952,17 @@ def doctor(ctx: click.Context, skip_network: bool) -> None:
     _emit(ctx, {"ok": not failed, "checks": checks}, human)
     if failed:
         ctx.exit(1)
+
+
+def _rejected_check(mem, check) -> None:
+    """Outbox entries the cloud refused for good: set aside (the rest flowed), shown here."""
+    rejected = mem.store.rejected()
+    first = rejected[0] if rejected else None
+    check("outbox_rejected", not rejected,
+          f"{len(rejected)} entr{'y' if len(rejected) == 1 else 'ies'} set aside, e.g. "
+          f"{first['kind']} {first['ref']}: {first['reason']}" if first else
+          "no entry refused by the cloud",
+          "see `evoclaw-memory sync --status`; edit the fact (it is queued again) or forget it")
 
 
 def _writable(path: Path) -> bool:

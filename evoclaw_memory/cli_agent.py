@@ -220,8 +220,26 @@ def doctor_cloud_checks(config: Any, mem: Any, check: Check, timeout: float = 5.
             return
         check("cloud", True, f"{label} answered in {seconds * 1000:.0f} ms", "")
         _key_check(config, mem, remote, check)
+        _archive_check(mem, remote, check)
     finally:
         remote.close()
+
+
+def _archive_check(mem: Any, remote: Any, check: Check) -> None:
+    """Does the cloud still hold what it acknowledged (read-only: nothing is re-queued)?"""
+    from .errors import EvoclawError
+    try:
+        found = mem.verify_cloud(remote=remote, repair=False)
+    except EvoclawError as exc:
+        check("cloud_archive", False, f"cannot compare with the cloud: {exc}",
+              "check the cloud token (read access)")
+        return
+    lost = found.missing or found.state_missing
+    check("cloud_archive", not lost,
+          f"the cloud lost {found.missing} acknowledged fact(s)"
+          f"{' and the critical state' if found.state_missing else ''}" if lost else
+          f"the cloud holds every acknowledged fact ({found.buckets} day(s) checked)",
+          "run `evoclaw-memory sync --verify` (re-pushes what the cloud lost)")
 
 
 def _key_check(config: Any, mem: Any, remote: Any, check: Check) -> None:

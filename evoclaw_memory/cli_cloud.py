@@ -42,30 +42,60 @@ def _with_secret(action, *, recovery: bool):
 # -- sync ------------------------------------------------------------------------------------
 
 @cli.command()
-@click.option("--status", is_flag=True, help="Show outbox depth, last push and remote version "
-              "without contacting the cloud.")
+@click.option("--status", is_flag=True, help="Show outbox depth, last push, remote version and "
+              "entries set aside, without contacting the cloud.")
+@click.option("--verify", is_flag=True, help="Check that the cloud still holds everything it "
+              "acknowledged; re-push what it lost.")
 @common_options
 @click.pass_context
-def sync(ctx: click.Context, status: bool) -> None:
+def sync(ctx: click.Context, status: bool, verify: bool) -> None:
     """Push queued changes (facts + critical state) and pull other devices' changes."""
     from .errors import Unavailable
+    if status and verify:
+        raise click.UsageError("use --status or --verify, not both")
     with _memory(ctx) as mem:
         if status:
             info = mem.sync_status()
-            _emit(ctx, info, lambda: click.echo(
-                f"outbox: {info['outbox_depth']} queued · last push: {_when(info['last_push'])} · "
-                f"remote version: {info['remote_version']} · device: {info['device_id']}"))
+            _emit(ctx, info, lambda: _echo_status(info))
             return
+        found = mem.verify_cloud() if verify else None
         try:
             report = _with_secret(lambda p, r: _sync_with(mem, p, r), recovery=False)
         except Unavailable as exc:
             raise Unavailable(f"{exc}; {mem.store.outbox_depth()} change(s) stay queued and "
                               "will be sent at the next sync") from None
+        if found is not None:
+            _emit_verify(ctx, found, report, mem.store.outbox_depth())
+            return
     _emit(ctx, report, lambda: click.echo(
         f"pushed {report.pushed_facts} fact(s)"
         f"{' + critical state' if report.state_pushed else ''}, pulled {report.pulled_facts} "
         f"fact(s){', merged with another device' if report.merged else ''}; remote version "
-        f"{report.remote_version}; {report.requests} request(s); outbox {report.outbox_depth}"))
+        f"{report.remote_version}; {report.requests} request(s); outbox {report.outbox_depth}"
+        + (f"; {report.rejected} entr{'y' if report.rejected == 1 else 'ies'} refused by the "
+           "cloud, set aside (see sync --status)" if report.rejected else "")))
+
+
+def _echo_status(info: dict) -> None:
+    click.echo(f"outbox: {info['outbox_depth']} queued · last push: {_when(info['last_push'])} · "
+               f"remote version: {info['remote_version']} · device: {info['device_id']}")
+    for entry in info["rejected"]:
+        click.echo(f"set aside: {entry['kind']} {entry['ref']} ({_when(entry['rejected_at'])}): "
+                   f"{entry['reason']}")
+
+
+def _emit_verify(ctx: click.Context, found, report, depth: int) -> None:
+    """sync --verify: what the cloud had lost, and whether it holds everything now."""
+    data = {"verified": depth == 0, "missing": found.missing,
+            "state_missing": found.state_missing, "requeued": found.requeued,
+            "buckets": found.buckets, "pushed_facts": report.pushed_facts,
+            "outbox_depth": depth}
+    lost = (f"the cloud had lost {found.missing} fact(s)"
+            f"{' and the critical state' if found.state_missing else ''}; re-pushed"
+            if found.requeued else "the cloud holds everything this device acknowledged")
+    _emit(ctx, data, lambda: click.echo(
+        f"verified {found.buckets} day(s) of facts: {lost}"
+        + ("" if depth == 0 else f"; {depth} change(s) still queued")))
 
 
 def _sync_with(mem, passphrase, recovery_key):
@@ -82,7 +112,7 @@ def _sync_with(mem, passphrase, recovery_key):
 @click.pass_context
 def sync_critical(ctx: click.Context) -> None:
     """The original skill's name for `sync`."""
-    ctx.invoke(sync, status=False)
+    ctx.invoke(sync, status=False, verify=False)
 
 
 # -- restore ---------------------------------------------------------------------------------

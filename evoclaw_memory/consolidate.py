@@ -69,6 +69,7 @@ def run_consolidation(mem: "Memory", mode: str, dry_run: bool = False,
     if level >= 1:
         step("pruning the tree")
         report["tree_pruned"] = mem.tree_prune()
+        report["cloud_verify"] = verify_cloud(mem)
     if level >= 2:
         from .tree_rebuild import rebuild_tree
         step("rebuilding the tree")
@@ -91,6 +92,22 @@ def run_consolidation(mem: "Memory", mode: str, dry_run: bool = False,
         progress("done", len(steps), len(steps))
     report["seconds"] = round(time.perf_counter() - started, 4)
     return report
+
+
+def verify_cloud(mem: "Memory") -> dict[str, Any]:
+    """Daily: does the cloud still hold what it acknowledged? What it lost is re-queued for
+    the next sync. Skipped on a device that never pushed; a cloud out of reach is reported,
+    never a failed consolidation."""
+    from .cloud.engine import KV_LAST_PUSH
+    from .errors import EvoclawError
+    if not mem.store.get_setting(KV_LAST_PUSH):
+        return {"skipped": "this device has never pushed"}
+    try:
+        found = mem.verify_cloud()
+    except EvoclawError as exc:
+        return {"skipped": " ".join(str(exc).split())}
+    return {"missing": found.missing, "state_missing": found.state_missing,
+            "requeued": found.requeued}
 
 
 def quick(mem: "Memory") -> dict[str, int]:

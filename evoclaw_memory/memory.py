@@ -710,13 +710,23 @@ class Memory:
         return report
 
     def sync_status(self) -> dict[str, Any]:
-        """Outbox depth, last push and last known remote version, without the network."""
+        """Outbox depth, last push, last known remote version and the entries set aside
+        (refused by the cloud for good, with the reason), without the network."""
         from .cloud.engine import KV_LAST_PUSH, KV_REMOTE_VERSION, device_id
         last = self.store.get_setting(KV_LAST_PUSH)
         return {"outbox_depth": self.store.outbox_depth(),
                 "last_push": float(last) if last else None,
                 "remote_version": int(self.store.get_setting(KV_REMOTE_VERSION) or 0),
-                "device_id": device_id(self.store)}
+                "device_id": device_id(self.store), "rejected": self.store.rejected()}
+
+    def verify_cloud(self, remote=None, repair: bool = True):
+        """Check that the cloud still holds every fact (and the critical state) it
+        acknowledged; with `repair`, re-queue what it lost for the next sync. A VerifyReport.
+
+        Reads only ids, times and versions, which are clear even in an encrypted cloud, so
+        no passphrase is needed."""
+        with self._remote_scope(remote, secure=False) as scoped:
+            return self.sync_engine(scoped).verify(repair=repair)
 
     def restore(self, *, full: bool = False, force: bool = False,
                 discard_unsynced: bool = False, remote=None, progress=None,

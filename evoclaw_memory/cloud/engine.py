@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Protocol
+from typing import Optional, Protocol
 
 import msgspec
 
-from ..errors import DeviceRevoked, RemoteError
+from ..errors import (AuthError, ConflictError, DeviceRevoked, EvoclawError, RemoteError,
+                      Unavailable, ValidationError)
 from ..models import Fact
 from ..store import LocalStore
 from .remote import CriticalState, Remote
@@ -28,6 +29,8 @@ KV_REMOTE_VERSION = "sync.remote_version"
 KV_PULL_CURSOR = "sync.pull_cursor"
 KV_LAST_PUSH = "sync.last_push"
 KV_DEVICE_ID = "device_id"
+KV_STATE_NONCE = "sync.state_nonce"   # the push nonce of the cloud state at KV_REMOTE_VERSION
+VERIFY_BUCKET_SECONDS = 86_400   # one day of created_at: a few hundred counts for years of facts
 
 
 class LocalSide(Protocol):
@@ -55,6 +58,17 @@ class SyncReport(msgspec.Struct):
     requests: int = 0
     outbox_depth: int = 0
     seconds: float = 0.0
+    rejected: int = 0            # entries the cloud refused for good, set aside this sync
+
+
+class VerifyReport(msgspec.Struct):
+    """What a check of the cloud against this device found (and re-queued)."""
+
+    buckets: int = 0             # created_at buckets of this device's acknowledged facts
+    missing: int = 0             # acknowledged facts the cloud no longer holds
+    state_missing: bool = False  # the cloud's critical state is gone, older or replaced
+    requeued: int = 0            # outbox entries queued again (facts + state)
+    requests: int = 0
 
 
 def device_id(store: LocalStore) -> str:
@@ -88,7 +102,53 @@ class SyncEngine:
         return {"outbox_depth": self.store.outbox_depth(),
                 "last_push": float(last) if last else None,
                 "remote_version": int(self.store.get_setting(KV_REMOTE_VERSION) or 0),
-                "device_id": self.device_id}
+                "device_id": self.device_id, "rejected": self.store.rejected()}
+
+    def verify(self, repair: bool = True) -> VerifyReport:
+        """Does the cloud still hold what it acknowledged? Compares this agent's facts per
+        created_at bucket (one request), lists the ids of the buckets that came up short,
+        and with `repair` re-queues what the cloud lost (facts, the critical state) for the
+        next sync. Facts the device never held are no concern of its check."""
+        counts = self.remote.archive_buckets(self.agent_id, VERIFY_BUCKET_SECONDS)
+        local = self.store.settled_buckets(VERIFY_BUCKET_SECONDS)
+        short = sorted(b for b, n in local.items() if counts.buckets.get(b, 0) < n)
+        # A bucket the cloud lost entirely needs no id list: every fact of it is missing.
+        partial = [b for b in short if counts.buckets.get(b, 0) > 0]
+        present = (self.remote.ids_in_buckets(self.agent_id, partial, VERIFY_BUCKET_SECONDS)
+                   if partial else set())
+        missing = [i for i in self.store.settled_ids_in_buckets(short, VERIFY_BUCKET_SECONDS)
+                   if i not in present]
+        known = int(self.store.get_setting(KV_REMOTE_VERSION) or 0)
+        known_nonce = self.store.get_setting(KV_STATE_NONCE) or None
+        # Lost: no row, an older version, or the version we know written by another push
+        # (the cloud started again from nothing and another device counted up to it).
+        state_missing = known > 0 and (
+            (counts.state_version or 0) < known
+            or (counts.state_version == known and known_nonce is not None
+                and counts.state_nonce != known_nonce))
+        cursor = int(self.store.get_setting(KV_PULL_CURSOR) or 0)
+        report = VerifyReport(buckets=len(local), missing=len(missing),
+                              state_missing=state_missing,
+                              requests=1 + (len(partial) + 499) // 500)
+        if repair and (missing or state_missing or counts.max_rowid < cursor):
+            now = time.time()
+            with self.store.transaction():
+                for fact_id in missing:
+                    self.store.enqueue_fact(fact_id, now)
+                if state_missing:
+                    # No row: the next push creates it. A row: expect one version behind it,
+                    # so the next push finds the cloud's state as news and merges it (another
+                    # device may have written it) instead of overwriting it blind.
+                    behind = 0 if counts.state_version is None else counts.state_version - 1
+                    self.store.set_setting(KV_REMOTE_VERSION, str(behind))
+                    self.store.enqueue_state(now)
+                if counts.max_rowid < cursor:
+                    # Rows written after the loss get rowids below the old cursor: pull them.
+                    self.store.set_setting(KV_PULL_CURSOR, str(counts.max_rowid))
+                self.store.audit("sync.verify", "cloud", f"{len(missing)} missing fact(s)"
+                                 f"{', critical state missing' if state_missing else ''}")
+            report.requeued = len(missing) + int(state_missing)
+        return report
 
     def sync(self) -> SyncReport:
         """Drain the outbox and pull; raises Unavailable (work stays queued) or DeviceRevoked."""
@@ -98,23 +158,37 @@ class SyncEngine:
         conflicts = 0
         refreshed = False
         while True:
-            entries = self.store.outbox(limit=self.batch_size + 1)
-            fact_entries = [(seq, ref) for seq, kind, ref in entries if kind == "fact"][:self.batch_size]
-            state_entry = next((seq for seq, kind, _ in entries if kind == "state"), None)
-            resync = next((seq for seq, kind, _ in entries if kind == "resync"), None)
-            facts = self.store.facts_by_ids([ref for _, ref in fact_entries])
+            entries = self.store.outbox_entries(limit=self.batch_size + 1)
+            # (seq, version) pairs: acknowledged exactly as read, so an entry changed while
+            # its push is in flight (its version moved on) stays queued for the next round.
+            fact_entries = [(seq, ref, ver) for seq, kind, ref, ver in entries
+                            if kind == "fact"][:self.batch_size]
+            state_entry = next(((seq, ver) for seq, kind, _, ver in entries if kind == "state"),
+                               None)
+            resync = next((seq for seq, kind, _, _ in entries if kind == "resync"), None)
+            facts = self.store.facts_by_ids([ref for _, ref, _ in fact_entries])
+            resync_at: Optional[tuple[int, bool]] = None
             if resync is not None and len(facts) < self.batch_size:
                 queued = {f.id for f in facts}
-                facts += [f for f in self._resync_page(self.batch_size - len(facts))
-                          if f.id not in queued]
+                page, resync_at = self._resync_page(self.batch_size - len(facts))
+                facts += [f for f in page if f.id not in queued]
             expected = int(self.store.get_setting(KV_REMOTE_VERSION) or 0)
             cursor = int(self.store.get_setting(KV_PULL_CURSOR) or 0)
             # New facts change the tree's counts, so the state goes with every batch of facts
             # (remember() queues the fact alone; see Memory._insert).
             state = self.local.critical_state() if state_entry is not None or facts else None
             # Unavailable propagates: nothing was acknowledged, the outbox keeps the work.
-            result = self.remote.push(self.agent_id, self.device_id, self.device_name, facts,
-                                      state, expected, cursor)
+            try:
+                result = self.remote.push(self.agent_id, self.device_id, self.device_name,
+                                          facts, state, expected, cursor)
+            except (ValidationError, RemoteError) as exc:
+                report.requests += 1
+                if not facts or not refused_for_good(exc):
+                    raise
+                # One entry the cloud will never take must not hold back the rest: find it,
+                # set it aside (with the reason), and push the others in the next round.
+                report.rejected += self._set_aside_refused(facts, expected, cursor, exc, report)
+                continue
             report.requests += 1
             if result.revoked:
                 self.local.wipe_local()
@@ -130,16 +204,23 @@ class SyncEngine:
                 cursor_after = max(cursor, min(newer_key) - 1)
                 pulled = [f for r, f in result.pulled if r <= cursor_after]
             with self.store.transaction():
-                self.store.ack_outbox([seq for seq, _ in fact_entries])
+                self.store.ack_sent([(seq, ver) for seq, _, ver in fact_entries])
+                self.store.clear_rejected("fact", [ref for _, ref, _ in fact_entries])
                 if result.state_pushed and state_entry is not None:
-                    self.store.ack_outbox([state_entry])   # a newer change has a newer seq
+                    self.store.ack_sent([state_entry])   # a newer change has a newer seq
                 self.store.set_setting(KV_REMOTE_VERSION, str(result.version))
+                if result.state_pushed or result.version != expected:
+                    # Kept while the version stands still, so that verify() can tell the
+                    # state we acknowledged from another one under the same version number.
+                    self.store.set_setting(KV_STATE_NONCE, result.nonce or "")
                 self.store.set_setting(KV_PULL_CURSOR, str(cursor_after))
                 self.store.set_setting(KV_LAST_PUSH, repr(time.time()))
-                if resync is not None and self.store.get_setting("sync.resync_done") == "1":
-                    self.store.ack_outbox([resync])
-                    self.store.set_setting("sync.resync_done", "0")
-                    self.store.set_setting("sync.resync_cursor", "0")
+                if resync is not None and resync_at is not None:
+                    # The resync page moves on only now that the cloud has committed it.
+                    self.store.set_setting("sync.resync_cursor", str(resync_at[0]))
+                    if resync_at[1]:
+                        self.store.ack_outbox([resync])
+                        self.store.set_setting("sync.resync_cursor", "0")
             report.pushed_facts += result.facts
             report.state_pushed = report.state_pushed or result.state_pushed
             report.remote_version = result.version
@@ -158,7 +239,7 @@ class SyncEngine:
                         self.store.enqueue_state(time.time())
                 elif state_entry is not None:
                     with self.store.transaction():
-                        self.store.ack_outbox([state_entry])
+                        self.store.ack_sent([state_entry])
                 if conflicts > MAX_CONFLICT_ROUNDS:
                     raise RemoteError("another device keeps changing the critical state; "
                                       "sync again in a moment")
@@ -179,17 +260,72 @@ class SyncEngine:
         report.seconds = round(time.perf_counter() - started, 4)
         return report
 
-    def _resync_page(self, limit: int) -> list[Fact]:
-        """The next page of every local fact, for an outbox that overflowed while offline."""
+    def _resync_page(self, limit: int) -> tuple[list[Fact], tuple[int, bool]]:
+        """The next page of every local fact, for an outbox that overflowed while offline, and
+        (the cursor after it, whether it was the last page) to record once it is pushed."""
         cursor = int(self.store.get_setting("sync.resync_cursor") or 0)
-        rows = self.store.conn.execute("SELECT rowid, id FROM facts WHERE rowid > ? ORDER BY rowid "
-                                       "LIMIT ?", (cursor, limit)).fetchall()
+        rows = self.store.conn.execute(
+            "SELECT rowid, id FROM facts WHERE rowid > ? AND id NOT IN (SELECT ref FROM "
+            "outbox_rejected WHERE kind = 'fact') ORDER BY rowid LIMIT ?",
+            (cursor, limit)).fetchall()
+        after = rows[-1][0] if rows else cursor
+        return self.store.facts_by_ids([r[1] for r in rows]), (after, len(rows) < limit)
+
+    def _set_aside_refused(self, facts: list[Fact], expected: int, cursor: int,
+                           error: EvoclawError, report: SyncReport) -> int:
+        """Bisect a refused batch down to the facts the cloud refuses for good and set their
+        entries aside; returns how many. Costs ~2·log2(n) fact-only pushes, only on failure."""
+        # An empty push refused too: the cloud refuses everything, no row is to blame.
+        self._probe([], expected, cursor, report)
+        refused: dict[str, str] = {}
+        halves = [facts] if len(facts) == 1 else [facts[:len(facts) // 2],
+                                                   facts[len(facts) // 2:]]
+        for half in halves:
+            self._find_refused(half, expected, cursor, refused, report)
+        if not refused:
+            raise error                 # every part goes through alone: not one row's fault
         with self.store.transaction():
-            if rows:
-                self.store.set_setting("sync.resync_cursor", str(rows[-1][0]))
-            if len(rows) < limit:
-                self.store.set_setting("sync.resync_done", "1")
-        return self.store.facts_by_ids([r[1] for r in rows])
+            self.store.set_aside("fact", refused, time.time())
+            for fact_id, why in refused.items():
+                self.store.audit("sync.rejected", fact_id, why)
+        return len(refused)
+
+    def _find_refused(self, facts: list[Fact], expected: int, cursor: int,
+                      refused: dict[str, str], report: SyncReport) -> None:
+        """Push `facts` alone; when refused for good, split until the refused ones are single."""
+        try:
+            self._probe(facts, expected, cursor, report)
+            return
+        except (ValidationError, RemoteError) as exc:
+            if not refused_for_good(exc):
+                raise
+            if len(facts) == 1:
+                refused[facts[0].id] = _one_line(str(exc))
+                return
+        middle = len(facts) // 2
+        self._find_refused(facts[:middle], expected, cursor, refused, report)
+        self._find_refused(facts[middle:], expected, cursor, refused, report)
+
+    def _probe(self, facts: list[Fact], expected: int, cursor: int, report: SyncReport) -> None:
+        """A facts-only push (no state, no pull): upserts are idempotent, so the parts that go
+        through are simply sent again, with the state, in the next round."""
+        report.requests += 1
+        self.remote.push(self.agent_id, self.device_id, self.device_name, facts, None,
+                         expected, cursor, pull_limit=0)
+
+
+def refused_for_good(exc: BaseException) -> bool:
+    """A refusal no retry can fix: a value SQLite cannot hold, a SQL error on a row, a 400.
+    Not the network, the credentials or a revocation (those keep the work queued)."""
+    if isinstance(exc, ValidationError):
+        return True
+    return isinstance(exc, RemoteError) and not isinstance(
+        exc, (Unavailable, AuthError, DeviceRevoked, ConflictError))
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
 def compact_outbox(store: LocalStore, max_facts: int) -> bool:

@@ -11,7 +11,9 @@ commit happened but the answer was lost) neither duplicates nor loses anything.
 
 from __future__ import annotations
 
+import math
 import re
+import secrets
 import time
 from operator import itemgetter
 from pathlib import Path
@@ -54,6 +56,17 @@ class PushResult(msgspec.Struct):
     pulled: list[tuple[int, Fact]] = []      # other devices' facts after the cursor
     unreadable: list[tuple[int, str]] = []   # (rowid, why) of pulled rows that did not open
     needs_keys: bool = False                 # the cloud's state is sealed under a newer key
+    nonce: Optional[str] = None              # the cloud's state row's push nonce afterwards
+
+
+class ArchiveCounts(msgspec.Struct):
+    """What the cloud holds of one agent, cheaply: facts per created_at bucket, the critical
+    state's version (None: no row) and push nonce, and the newest rowid."""
+
+    buckets: dict[int, int] = {}
+    state_version: Optional[int] = None
+    state_nonce: Optional[str] = None
+    max_rowid: int = 0
 
 
 class Device(msgspec.Struct):
@@ -85,7 +98,42 @@ class Remote(Protocol):
 
     def facts_by_ids(self, agent_id: str, ids: list[str]) -> list[Fact]: ...
 
+    def archive_buckets(self, agent_id: str, width: int) -> ArchiveCounts:
+        """The agent's facts per created_at bucket of `width` seconds, the critical state's
+        version and the newest rowid, in ONE request (sync --verify, daily consolidation)."""
+        self._ready()
+        rows = self.sql.execute(
+            "SELECT 'state', push_nonce, version FROM critical_state WHERE agent_id = ? "
+            "UNION ALL "
+            "SELECT 'rowid', NULL, MAX(rowid) FROM cold_memories WHERE agent_id = ? UNION ALL "
+            f"SELECT 'bucket', {_BUCKET} AS b, COUNT(*) FROM cold_memories WHERE agent_id = ? "
+            "GROUP BY b", (agent_id, agent_id, width, agent_id)).rows
+        counts = ArchiveCounts()
+        for kind, bucket, value in rows:
+            if kind == "state":
+                counts.state_version, counts.state_nonce = int(value or 0), bucket
+            elif kind == "rowid":
+                counts.max_rowid = int(value or 0)
+            else:
+                counts.buckets[int(bucket)] = int(value)
+        return counts
+
+    def ids_in_buckets(self, agent_id: str, buckets: list[int], width: int) -> set[str]:
+        """Ids of the agent's facts in these created_at buckets (one request per 500)."""
+        self._ready()
+        found: set[str] = set()
+        for start in range(0, len(buckets), 500):
+            chunk = buckets[start:start + 500]
+            found.update(r[0] for r in self.sql.execute(
+                f"SELECT id FROM cold_memories WHERE agent_id = ? AND {_BUCKET} IN "
+                f"({','.join('?' * len(chunk))})", (agent_id, width, *chunk)).rows)
+        return found
+
     def count_facts(self, agent_id: str) -> int: ...
+
+    def archive_buckets(self, agent_id: str, width: int) -> ArchiveCounts: ...
+
+    def ids_in_buckets(self, agent_id: str, buckets: list[int], width: int) -> set[str]: ...
 
     def max_rowid(self, agent_id: str) -> int: ...
 
@@ -120,6 +168,11 @@ _PAGE_AS_ROWS = (f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE +agent_id
                  "rowid > ? ORDER BY rowid LIMIT ?")
 _PAGE_AS_JSON = f"SELECT json_group_array(json_array(rowid, {_FACT_COLS})) FROM ({_PAGE_AS_ROWS})"
 _page_decoder = msgspec.json.Decoder(list[list])
+# A row's created_at bucket as the device computes it (LocalStore.settled_buckets): whole
+# seconds (the original skill wrote milliseconds in places, see cloud_seconds) divided by the
+# bucket width, both in SQLite's integer division. One "?" for the width.
+_BUCKET = ("CAST(CASE WHEN created_at > 1000000000000 THEN created_at / 1000 ELSE created_at "
+           "END AS INTEGER) / ?")
 _first = itemgetter(0)
 # Upsert by id. A fact's text never changes, but its sealed form does after a key rotation, and
 # its category after a tree merge; counters and supersession only move forwards.
@@ -196,6 +249,14 @@ def _fact_from_row(row: tuple) -> Fact:
                                                                   superseded_by, max_len=64))
 
 
+def _whole_seconds(value: float) -> int:
+    """created_at as the cloud's INTEGER; an infinite one (an old or damaged row) is refused
+    like any value SQLite cannot hold."""
+    if not math.isfinite(value):
+        raise ValidationError(f"created_at {value} does not fit SQLite's 64-bit range")
+    return int(value)
+
+
 class PlainCodec:
     """Rows as the original skill wrote them: text and categories in clear."""
 
@@ -203,7 +264,7 @@ class PlainCodec:
 
     def fact_args(self, agent_id: str, device_id: str, fact: Fact) -> tuple:
         return (fact.id, agent_id, fact.text, fact.category, fact.importance,
-                int(fact.created_at), fact.access_count,
+                _whole_seconds(fact.created_at), fact.access_count,
                 _encoder.encode(fact.metadata).decode(), fact.source, fact.last_access,
                 fact.superseded_by, device_id)
 
@@ -239,7 +300,7 @@ class SealedCodec(PlainCodec):
         category = (self.ring.category_token(fact.category) + " "
                     + self.ring.seal(fact.category, fact.id, "category"))
         return (fact.id, agent_id, self.ring.seal(fact.text, fact.id, "text"), category,
-                fact.importance, int(fact.created_at), fact.access_count, meta, fact.source,
+                fact.importance, _whole_seconds(fact.created_at), fact.access_count, meta, fact.source,
                 fact.last_access, fact.superseded_by, device_id)
 
     def fact(self, row: tuple) -> Fact:
@@ -355,23 +416,29 @@ class SqlRemote:
             stmts.append(Stmt(_UPSERT_FACTS.format(rows=", ".join([_ROW] * len(chunk)),
                                                    guard=revoked), (*args, *guard_args)))
         new_version = expected_version + 1
+        # A nonce per push, not per attempt: the client's own retry of this request after a
+        # lost answer carries the same one, so a commit it cannot see still counts as ours.
+        nonce = secrets.token_hex(8) if state is not None else None
         if state is not None:
             stmts.append(Stmt(
-                "INSERT INTO critical_state (agent_id, data, updated_at, version, device_id) "
-                f"SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS ({revoked}) "
+                "INSERT INTO critical_state (agent_id, data, updated_at, version, device_id, "
+                f"push_nonce) SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS ({revoked}) "
                 "ON CONFLICT(agent_id) DO UPDATE SET data = excluded.data, "
                 "updated_at = excluded.updated_at, version = excluded.version, "
-                "device_id = excluded.device_id WHERE critical_state.version = ?",
-                (agent_id, self.codec.state_data(state), now, new_version, device_id, *guard_args,
-                 expected_version)))
-        # Read back: did the CAS win (our version and device), or what is the cloud's state?
-        # The data comes back only when it is news: another device's write, or a version
+                "device_id = excluded.device_id, push_nonce = excluded.push_nonce "
+                "WHERE critical_state.version = ?",
+                (agent_id, self.codec.state_data(state), now, new_version, device_id, nonce,
+                 *guard_args, expected_version)))
+        # Read back: did THIS compare-and-set apply (our version and nonce), or what is the
+        # cloud's state? Version and device alone would also match another sync of this
+        # device, or an earlier push whose answer was lost: its state, not this one.
+        # The data comes back only when it is news: a write other than ours, or a version
         # other than the one we just wrote (pushing) or already have (not pushing).
-        writer = device_id if state is not None else None
         stmts.append(Stmt(
-            "SELECT version, device_id, CASE WHEN version = ? AND (? IS NULL OR device_id = ?) "
-            "THEN NULL ELSE data END, updated_at FROM critical_state WHERE agent_id = ?",
-            (new_version if state is not None else expected_version, writer, writer, agent_id)))
+            "SELECT version, device_id, CASE WHEN version = ? AND (? IS NULL OR push_nonce = ?) "
+            "THEN NULL ELSE data END, updated_at, push_nonce FROM critical_state "
+            "WHERE agent_id = ?",
+            (new_version if state is not None else expected_version, nonce, nonce, agent_id)))
         stmts.append(Stmt("SELECT (SELECT revoked_at FROM devices WHERE agent_id = ? AND "
                           "device_id = ?), EXISTS (SELECT 1 FROM evoclaw_keys WHERE agent_id = ?)",
                           (agent_id, device_id, agent_id)))
@@ -391,8 +458,9 @@ class SqlRemote:
         remote: Optional[RemoteState] = None
         version = 0
         state_pushed = False
+        row_nonce: Optional[str] = None
         if state_rows:
-            version, writer, data, updated = state_rows[0]
+            version, writer, data, updated, row_nonce = state_rows[0]
             version = int(version or 0)
             state_pushed = state is not None and data is None and version == new_version
             if data is not None:
@@ -407,7 +475,7 @@ class SqlRemote:
         return PushResult(facts=0 if is_revoked else len(facts), state_pushed=state_pushed,
                           remote=remote, version=version, revoked=is_revoked,
                           pulled=self._paged(pulled_rows, unreadable),
-                          unreadable=unreadable, needs_keys=needs_keys)
+                          unreadable=unreadable, needs_keys=needs_keys, nonce=row_nonce)
 
     def pull_state(self, agent_id: str) -> Optional[RemoteState]:
         self._ready()
@@ -471,6 +539,37 @@ class SqlRemote:
         rows = self.sql.execute("SELECT rowid FROM cold_memories WHERE +agent_id = ? "
                                 "ORDER BY rowid DESC LIMIT 1", (agent_id,)).rows
         return int(rows[0][0]) if rows else 0
+
+    def archive_buckets(self, agent_id: str, width: int) -> ArchiveCounts:
+        """The agent's facts per created_at bucket of `width` seconds, the critical state's
+        version and the newest rowid, in ONE request (sync --verify, daily consolidation)."""
+        self._ready()
+        rows = self.sql.execute(
+            "SELECT 'state', push_nonce, version FROM critical_state WHERE agent_id = ? "
+            "UNION ALL "
+            "SELECT 'rowid', NULL, MAX(rowid) FROM cold_memories WHERE agent_id = ? UNION ALL "
+            f"SELECT 'bucket', {_BUCKET} AS b, COUNT(*) FROM cold_memories WHERE agent_id = ? "
+            "GROUP BY b", (agent_id, agent_id, width, agent_id)).rows
+        counts = ArchiveCounts()
+        for kind, bucket, value in rows:
+            if kind == "state":
+                counts.state_version, counts.state_nonce = int(value or 0), bucket
+            elif kind == "rowid":
+                counts.max_rowid = int(value or 0)
+            else:
+                counts.buckets[int(bucket)] = int(value)
+        return counts
+
+    def ids_in_buckets(self, agent_id: str, buckets: list[int], width: int) -> set[str]:
+        """Ids of the agent's facts in these created_at buckets (one request per 500)."""
+        self._ready()
+        found: set[str] = set()
+        for start in range(0, len(buckets), 500):
+            chunk = buckets[start:start + 500]
+            found.update(r[0] for r in self.sql.execute(
+                f"SELECT id FROM cold_memories WHERE agent_id = ? AND {_BUCKET} IN "
+                f"({','.join('?' * len(chunk))})", (agent_id, width, *chunk)).rows)
+        return found
 
     def count_facts(self, agent_id: str) -> int:
         self._ready()
