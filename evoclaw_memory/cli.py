@@ -968,8 +968,9 @@ def _rejected_check(mem, check) -> None:
 def _writable(path: Path) -> bool:
     """True when `path` can be (re)written: its folder takes a new file, the file is writable."""
     import tempfile
+    from .config import private_dir
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(path.parent)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".doctor."):
             pass
     except OSError:

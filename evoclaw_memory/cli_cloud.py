@@ -78,7 +78,8 @@ def sync(ctx: click.Context, status: bool, verify: bool) -> None:
 
 def _echo_status(info: dict) -> None:
     click.echo(f"outbox: {info['outbox_depth']} queued · last push: {_when(info['last_push'])} · "
-               f"remote version: {info['remote_version']} · device: {info['device_id']}")
+               f"remote version: {info['remote_version']} · device: {info['device_id']}"
+               + _reseal_note(info["reseal"]))
     for entry in info["rejected"]:
         click.echo(f"set aside: {entry['kind']} {entry['ref']} ({_when(entry['rejected_at'])}): "
                    f"{entry['reason']}")
@@ -96,6 +97,19 @@ def _emit_verify(ctx: click.Context, found, report, depth: int) -> None:
     _emit(ctx, data, lambda: click.echo(
         f"verified {found.buckets} day(s) of facts: {lost}"
         + ("" if depth == 0 else f"; {depth} change(s) still queued")))
+
+
+def _reseal_note(reseal: dict) -> str:
+    """The re-seal of the cloud archive after `key init` / `key rotate`, for status lines."""
+    bad = f", {reseal['unreadable']} unreadable row(s) left as they are" \
+        if reseal["unreadable"] else ""
+    if reseal["pending"]:
+        return (f" · re-seal: PENDING ({reseal['resealed']} row(s) done, "
+                f"{reseal['remaining']} left{bad}): run sync")
+    if reseal["finished_at"]:
+        return (f" · re-seal: complete ({reseal['resealed']} row(s) at "
+                f"{_when(reseal['finished_at'])}{bad})")
+    return ""
 
 
 def _sync_with(mem, passphrase, recovery_key):
@@ -266,10 +280,20 @@ def _new_passphrase() -> str:
 def key_init(ctx: click.Context) -> None:
     """Set up end-to-end encryption; prints the recovery key ONCE (write it down)."""
     with _memory(ctx) as mem:
-        recovery = mem.init_encryption(_new_passphrase())
-    _emit(ctx, {"recovery_key": recovery}, lambda: click.echo(
-        "End-to-end encryption is on. Your recovery key (shown only now; keep it offline):\n\n"
-        f"    {recovery}\n\nWith it, or your passphrase, a new device can restore this memory."))
+        with _progress_bar(ctx, "re-sealing") as bar:
+            recovery = mem.init_encryption(_new_passphrase(), progress=bar.update)
+        reseal = mem.sync_status()["reseal"]
+
+    def human() -> None:
+        if recovery:
+            click.echo("End-to-end encryption is on. Your recovery key (shown only now; keep it "
+                       f"offline):\n\n    {recovery}\n\nWith it, or your passphrase, a new "
+                       "device can restore this memory.")
+        else:
+            click.echo("End-to-end encryption was already set up for this agent; this device "
+                       "now holds its keys (the recovery key was shown where it was set up).")
+        click.echo("cloud archive" + _reseal_note(reseal).replace(" · ", " ", 1))
+    _emit(ctx, {"recovery_key": recovery, "reseal": reseal}, human)
 
 
 @key_group.command("change-passphrase")
@@ -296,7 +320,11 @@ def key_change_passphrase(ctx: click.Context) -> None:
 def key_rotate(ctx: click.Context) -> None:
     """Start using a new data key; everything is re-encrypted in the background by sync."""
     with _memory(ctx) as mem:
-        key_id = _with_secret(lambda p, r: mem.rotate_key(p, r), recovery=False)
+        with _progress_bar(ctx, "re-sealing") as bar:
+            key_id = _with_secret(lambda p, r: mem.rotate_key(p, r, progress=bar.update),
+                                  recovery=False)
         depth = mem.store.outbox_depth()
-    _emit(ctx, {"key_id": key_id, "outbox_depth": depth}, lambda: click.echo(
-        f"new data key {key_id}; re-encryption queued ({depth} outbox entries): run sync"))
+        reseal = mem.sync_status()["reseal"]
+    _emit(ctx, {"key_id": key_id, "outbox_depth": depth, "reseal": reseal}, lambda: click.echo(
+        f"new data key {key_id}; local changes queued ({depth} outbox entries): run sync; "
+        "cloud archive" + _reseal_note(reseal).replace(" · ", " ", 1)))

@@ -52,6 +52,26 @@ def validate_agent_id(agent_id: str) -> str:
     return agent_id
 
 
+def private_dir(path: Path | str) -> Path:
+    """Create the folder `path`, and every missing folder above it, readable by the owner only
+    (0700) whatever the umask: mkdir(parents=True, mode=...) applies the mode to the last
+    folder only, and the umask still masks it. Folders that already exist (the user's home,
+    a chosen $EVOCLAW_HOME) are left as they are."""
+    path = Path(path)
+    missing = []
+    level = path
+    while not level.exists() and level.parent != level:
+        missing.append(level)
+        level = level.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            continue        # made meanwhile by another process: its maker set it up
+        os.chmod(folder, 0o700)
+    return path
+
+
 def default_home() -> Path:
     return Path(os.environ.get("EVOCLAW_HOME") or Path.home() / ".evoclaw").expanduser()
 

@@ -22,7 +22,7 @@ import msgspec
 from . import hot as hot_rules
 from . import tree as tree_rules
 from . import validate
-from .config import Config, load_config, validate_agent_id
+from .config import Config, load_config, private_dir, validate_agent_id
 from .errors import ConfigError, LimitError, NotFoundError, ValidationError
 from .limits import (CONTEXT_RETRIEVED_MAX_BYTES, FACT_MAX_TEXT, INPUT_MAX_BYTES, TIER_HOT)
 from .models import Fact, FactDraft, HotState, Metadata, RetrievalResult, TreeNode
@@ -660,7 +660,9 @@ class Memory:
                 raise CryptoError("the cloud memory of this agent is end-to-end encrypted but "
                                   "encryption is \"off\" here: set it to \"auto\" or \"on\"")
             return remote
-        if encrypted_cloud or self.config.wants_encryption or passphrase or recovery_key:
+        # A key init this device left unfinished: its keys may be in the cloud already.
+        if encrypted_cloud or self.config.wants_encryption or passphrase or recovery_key \
+                or keys.pending_init(self.store) is not None:
             keys.attach(remote, keys.unlock_keys(self.store, remote, self.agent_id,
                                                  passphrase, recovery_key, record_text=probed))
         return remote
@@ -671,8 +673,12 @@ class Memory:
         if keys.local_keyring(self.store) is not None:
             keys.attach(remote, keys.unlock_keys(self.store, remote, self.agent_id))
 
-    def init_encryption(self, passphrase: str, remote=None, scrypt_n: Optional[int] = None) -> str:
-        """Set up end-to-end encryption for this agent; returns the recovery key (show ONCE)."""
+    def init_encryption(self, passphrase: str, remote=None, scrypt_n: Optional[int] = None,
+                        progress=None) -> Optional[str]:
+        """Set up end-to-end encryption for this agent and re-seal its whole cloud archive;
+        returns the recovery key (show ONCE), or None when the cloud already had a keyring
+        that this passphrase opens (adopted; its recovery key was shown where it was made).
+        `progress(stage, done, total)` follows the re-seal; see reseal_status()."""
         from .cloud import keys
         from .cloud.remote import open_remote
         owned = remote is None
@@ -681,18 +687,35 @@ class Memory:
         try:
             kwargs = {"scrypt_n": scrypt_n} if scrypt_n else {}
             recovery = keys.init_keys(self.store, remote, self.agent_id, passphrase, **kwargs)
+            with self.store.transaction():
+                self.store.audit("key.init", "keyring", "", self.clock())
+            self._reseal_now(keys.attach(remote, keys.local_keyring(self.store)), progress)
         finally:
             if owned:
                 remote.close()
-        with self.store.transaction():          # everything already pushed is re-sent sealed
-            self.store.conn.execute("INSERT INTO outbox (kind, ref, created_at) VALUES "
-                                    "('resync', 'all', ?) ON CONFLICT(kind, ref) DO NOTHING",
-                                    (self.clock(),))
-            self.store.set_setting("sync.resync_cursor", "0")
-            self.store.set_setting("sync.resync_done", "0")
-            self.store.enqueue_state(self.clock())
-            self.store.audit("key.init", "keyring", "", self.clock())
         return recovery
+
+    def _reseal_now(self, remote, progress=None) -> None:
+        """Run the pending re-seal; offline it stays pending for the next sync (the keys are
+        already set up, and the caller still has a recovery key to show)."""
+        from .errors import RemoteError
+        try:
+            self.reseal(remote, progress)
+        except RemoteError:
+            pass
+
+    def reseal(self, remote, progress=None):
+        """Continue the pending re-seal of the agent's cloud archive (see cloud.keys.reseal)."""
+        from .cloud import keys
+        from .cloud.engine import device_id
+        import socket
+        return keys.reseal(self.store, remote, self.agent_id, device_id(self.store),
+                           socket.gethostname()[:64], progress)
+
+    def reseal_status(self):
+        """Where the re-seal of the cloud archive stands (no network)."""
+        from .cloud import keys
+        return keys.reseal_status(self.store)
 
     def sync_engine(self, remote=None):
         from .cloud.engine import SyncEngine
@@ -704,6 +727,7 @@ class Memory:
         Returns a SyncReport. Offline, raises Unavailable and the work stays queued."""
         with self._remote_scope(remote) as scoped:
             report = self.sync_engine(scoped).sync()
+            self.reseal(scoped)         # after a key init/rotate: no-op once complete
         with self.store.transaction():
             self.store.incr_metric("syncs")
             self.store.set_metric("last_sync", self.clock())
@@ -717,7 +741,8 @@ class Memory:
         return {"outbox_depth": self.store.outbox_depth(),
                 "last_push": float(last) if last else None,
                 "remote_version": int(self.store.get_setting(KV_REMOTE_VERSION) or 0),
-                "device_id": device_id(self.store), "rejected": self.store.rejected()}
+                "device_id": device_id(self.store), "rejected": self.store.rejected(),
+                "reseal": msgspec.structs.asdict(self.reseal_status())}
 
     def verify_cloud(self, remote=None, repair: bool = True):
         """Check that the cloud still holds every fact (and the critical state) it
@@ -772,14 +797,16 @@ class Memory:
             self.store.audit("key.change_passphrase", "keyring", "", self.clock())
 
     def rotate_key(self, passphrase: Optional[str] = None, recovery_key: Optional[str] = None,
-                   remote=None) -> str:
-        """Start a new data key; the next syncs re-encrypt everything (via the outbox)."""
+                   remote=None, progress=None) -> str:
+        """Start a new data key and re-seal the cloud archive under it (resumed by the next
+        syncs if interrupted); local changes follow through the outbox."""
         from .cloud import keys
         with self._remote_scope(remote, secure=False) as r:
             keys.unlock_keys(self.store, r, self.agent_id, passphrase, recovery_key)
             key_id = keys.rotate(self.store, r, self.agent_id)
-        with self.store.transaction():
-            self.store.audit("key.rotate", "keyring", key_id, self.clock())
+            with self.store.transaction():
+                self.store.audit("key.rotate", "keyring", key_id, self.clock())
+            self._reseal_now(keys.attach(r, keys.local_keyring(self.store)), progress)
         return key_id
 
     @contextlib.contextmanager
@@ -985,7 +1012,7 @@ def _read_text(path: Path) -> str:
 
 def _write_private(path: Path, text: str) -> None:
     """Write a file atomically with mode 0600 (folder 0700 when created)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

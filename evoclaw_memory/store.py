@@ -17,6 +17,7 @@ from typing import Any, Iterable, Iterator, Optional
 import msgspec
 
 from . import migrate
+from .config import private_dir
 from .errors import StoreError
 from .models import Fact, HotState, Metadata, TreeNode
 from .text import fts_phrase, key_digest, normalized_key
@@ -59,7 +60,7 @@ def _varints(data: bytes) -> list[int]:
 
 def _private_file(path: Path) -> None:
     """Create the folder 0700 and the file 0600 before SQLite opens it (it would use 0644)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dir(path.parent)
     if not path.exists():
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
 

@@ -9,7 +9,11 @@ rewraps; rotation adds a new data key (old ones stay in the keyring to read old 
 
 Formats (versioned, so a later format can live beside old rows):
     sealed value   enc:v1:<key id>:<base64url(nonce 12 bytes | ciphertext | tag)>
+                   associated data: agent id, row id, field
+    sealed value   enc:v2:<key id>:<same>   (fact rows, since the "nothing lost" release)
+                   associated data: the v1 data + the row's clear columns (clear_context)
     category       h:<hex of HMAC-SHA256(category key, path)[:16 bytes]>
+v1 values still open (the release before sealed them); they authenticate no clear column.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from ..errors import CryptoError
 
 PREFIX = "enc:v1:"
-_PREFIX_LENGTH = len(PREFIX)
+PREFIX_V2 = "enc:v2:"
+_PREFIX_LENGTH = len(PREFIX)        # both versions: "enc:vN:"
 CATEGORY_PREFIX = "h:"
 SCRYPT_N = 2 ** 17          # ~0.3 s on a laptop core, a few seconds on a Raspberry Pi
 SCRYPT_R = 8
@@ -249,29 +254,44 @@ class Keyring:
             self._subkeys[key_id] = (AESGCM(material[:32]), material[32:])
         return self._subkeys[key_id]
 
-    def _aad(self, row_id: str, field: str) -> bytes:
-        return f"{self.agent_id}\x1f{row_id}\x1f{field}".encode()
+    def _aad(self, row_id: str, field: str, clear: Optional[str] = None) -> bytes:
+        base = f"{self.agent_id}\x1f{row_id}\x1f{field}"
+        return (base if clear is None else f"{base}\x1e{clear}").encode()
 
-    def seal(self, plaintext: str, row_id: str, field: str) -> str:
+    def seal(self, plaintext: str, row_id: str, field: str, clear: Optional[str] = None) -> str:
+        """Seal under the current key; with `clear` (clear_context) the v2 form, which also
+        authenticates the row's clear columns."""
         cipher, _ = self._sub(self.current)
         nonce = os.urandom(12)
-        sealed = cipher.encrypt(nonce, plaintext.encode(), self._aad(row_id, field))
-        return f"{PREFIX}{self.current}:{_b64(nonce + sealed)}"
+        sealed = cipher.encrypt(nonce, plaintext.encode(), self._aad(row_id, field, clear))
+        prefix = PREFIX if clear is None else PREFIX_V2
+        return f"{prefix}{self.current}:{_b64(nonce + sealed)}"
 
-    def open(self, value: str, row_id: str, field: str) -> str:
-        """The plaintext of a sealed value; CryptoError naming the row if it was tampered with."""
-        if not isinstance(value, str) or not value.startswith(PREFIX):
-            raise CryptoError(f"row {row_id}: {field} is not encrypted (or not by evoclaw v1)")
+    def open(self, value: str, row_id: str, field: str, clear: Optional[str] = None) -> str:
+        """The plaintext of a sealed value; CryptoError naming the row if it was tampered with.
+
+        A v2 value opens only with the clear columns it was sealed with (`clear`); a v1 value
+        (no clear columns bound) ignores them."""
+        if isinstance(value, str) and value.startswith(PREFIX):
+            aad = self._aad(row_id, field)
+        elif isinstance(value, str) and value.startswith(PREFIX_V2):
+            if clear is None:
+                raise CryptoError(f"row {row_id}: {field} is bound to clear columns not given")
+            aad = self._aad(row_id, field, clear)
+        else:
+            raise CryptoError(f"row {row_id}: {field} is not encrypted (or not by evoclaw)")
         try:
             key_id, _, body = value[_PREFIX_LENGTH:].partition(":")
             blob = _unb64(body)
             cipher, _ = self._sub(key_id)
-            return cipher.decrypt(blob[:12], blob[12:], self._aad(row_id, field)).decode()
+            return cipher.decrypt(blob[:12], blob[12:], aad).decode()
         except CryptoError:
             raise
         except (InvalidTag, ValueError, UnicodeError, binascii.Error) as exc:
-            raise CryptoError(f"row {row_id}: {field} failed authentication (tampered or "
-                              "moved from another row)") from exc
+            what = "its clear columns (importance, created_at, superseded_by, category) or " \
+                if clear is not None and value.startswith(PREFIX_V2) else ""
+            raise CryptoError(f"row {row_id}: {field} failed authentication ({what}the value "
+                              "tampered with, or moved from another row)") from exc
 
     def category_token(self, path: str) -> str:
         """A keyed hash of a category path: the cloud can filter by it, not read it."""
@@ -284,4 +304,24 @@ class Keyring:
 
 
 def is_sealed(value: object) -> bool:
-    return isinstance(value, str) and value.startswith(PREFIX)
+    return isinstance(value, str) and value.startswith((PREFIX, PREFIX_V2))
+
+
+def sealed_with(key_id: str) -> str:
+    """The prefix of a fact value sealed in today's form under `key_id` (re-seal skips these)."""
+    return f"{PREFIX_V2}{key_id}:"
+
+
+def clear_context(importance: object, created_at: object, superseded_by: object,
+                  category_token: object) -> str:
+    """The clear columns of a fact row that its v2 values authenticate, as one string.
+
+    These are the columns the cloud filters and ranks by (a forged supersession or importance
+    would hide a fact). Access counts and last-access times are left out: devices merge them
+    with max() in the cloud, so they legitimately differ from what any one device sealed.
+    importance is compared at 6 decimals (the codec rounds it so before sending): SQLite's
+    JSON renders REALs with 15 digits."""
+    imp = "-" if importance is None else f"{float(importance):.6f}"  # type: ignore[arg-type]
+    # An INTEGER column comes back as int; anything else (a REAL, a text) was not ours.
+    created = str(created_at) if isinstance(created_at, int) else f"?{created_at!r}"
+    return f"{imp}\x1f{created}\x1f{superseded_by or ''}\x1f{category_token or ''}"

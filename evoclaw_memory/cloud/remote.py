@@ -183,11 +183,16 @@ _UPSERT_FACTS = (
     "access_count, metadata, source, last_access, superseded_by, device_id) "
     "SELECT * FROM (VALUES {rows}) WHERE NOT EXISTS ({guard}) "
     "ON CONFLICT(id) DO UPDATE SET category = excluded.category, text = excluded.text, "
-    "metadata = excluded.metadata, "
+    "metadata = excluded.metadata, importance = excluded.importance, "
+    "created_at = excluded.created_at, "
     "access_count = max(cold_memories.access_count, excluded.access_count), "
     "last_access = max(coalesce(cold_memories.last_access, 0), excluded.last_access), "
     "superseded_by = coalesce(excluded.superseded_by, cold_memories.superseded_by) "
-    "WHERE cold_memories.agent_id = excluded.agent_id")
+    # A sealed row authenticates importance, created_at and superseded_by (enc:v2), so they
+    # change together with the sealed values; a device that has not seen a supersession
+    # leaves the superseded row as it is rather than pair its values with the old link.
+    "WHERE cold_memories.agent_id = excluded.agent_id AND "
+    "(excluded.superseded_by IS NOT NULL OR cold_memories.superseded_by IS NULL)")
 
 
 def encode_state(state: CriticalState) -> str:
@@ -287,30 +292,50 @@ class SealedCodec(PlainCodec):
     A sealed category is stored as "<keyed hash> <sealed path>": the hash lets the database
     filter by category, the sealed path gives it back to a device. Clear on the wire and in
     the cloud: ids, agent id, importance, times, access counts, supersession links, device
-    ids, and the sizes of everything (SECURITY.md)."""
+    ids, and the sizes of everything; each sealed value also authenticates importance,
+    created_at, superseded_by and the category hash (enc:v2, SECURITY.md)."""
 
     encrypted = True
 
     def __init__(self, keyring):
+        from .crypto import clear_context, is_sealed    # cryptography loads only when used
         self.ring = keyring
+        self._clear = clear_context
+        self._is_sealed = is_sealed
 
     def fact_args(self, agent_id: str, device_id: str, fact: Fact) -> tuple:
+        # Every value is bound to the clear columns the cloud filters by (enc:v2): a push
+        # re-sends the whole row, so a supersession re-seals it with its new link.
+        importance = round(float(fact.importance), 6)
+        created_at = _whole_seconds(fact.created_at)
+        token = self.ring.category_token(fact.category)
+        clear = self._clear(importance, created_at, fact.superseded_by, token)
         meta = "{}" if fact.metadata.is_empty() else self.ring.seal(
-            _encoder.encode(fact.metadata).decode(), fact.id, "metadata")
-        category = (self.ring.category_token(fact.category) + " "
-                    + self.ring.seal(fact.category, fact.id, "category"))
-        return (fact.id, agent_id, self.ring.seal(fact.text, fact.id, "text"), category,
-                fact.importance, _whole_seconds(fact.created_at), fact.access_count, meta, fact.source,
+            _encoder.encode(fact.metadata).decode(), fact.id, "metadata", clear)
+        category = token + " " + self.ring.seal(fact.category, fact.id, "category", clear)
+        return (fact.id, agent_id, self.ring.seal(fact.text, fact.id, "text", clear), category,
+                importance, created_at, fact.access_count, meta, fact.source,
                 fact.last_access, fact.superseded_by, device_id)
 
     def fact(self, row: tuple) -> Fact:
         fid, text, category, importance, created_at, access_count, meta, *rest = row
-        sealed_category = (category or "").partition(" ")[2]
+        token, _, sealed_category = (category or "").partition(" ")
+        clear = self._clear(importance, created_at, rest[-1], token)
         if meta and meta != "{}":
-            meta = self.ring.open(meta, fid, "metadata")
-        return _fact_from_row((fid, self.ring.open(text, fid, "text"),
-                               self.ring.open(sealed_category, fid, "category"), importance,
-                               created_at, access_count, meta, *rest))
+            meta = self.ring.open(meta, fid, "metadata", clear)
+        return _fact_from_row((fid, self.ring.open(text, fid, "text", clear),
+                               self.ring.open(sealed_category, fid, "category", clear),
+                               importance, created_at, access_count, meta, *rest))
+
+    def fact_any(self, row: tuple, allow_plain: bool) -> Fact:
+        """A row sealed under any key of the ring, or (allow_plain: the archive from before
+        `key init`) a clear one; the re-seal reads rows this way."""
+        if self._is_sealed(row[1]):
+            return self.fact(row)
+        if not allow_plain:
+            raise CryptoError(f"row {row[0]}: text is in clear in an encrypted archive "
+                              "(written around the keys)")
+        return _fact_from_row(row)
 
     def state_data(self, state: CriticalState) -> str:
         return self.ring.seal(encode_state(state), "critical_state", "data")
@@ -627,6 +652,31 @@ class SqlRemote:
                                       "agent_id = ? AND data = ?",
                                       (data, int(time.time()), agent_id, expected))
         return result.affected_row_count == 1
+
+    def unsealed_page(self, agent_id: str, after_rowid: int, keep_prefix: str,
+                      limit: int) -> list[tuple]:
+        """(rowid, ...) rows of the agent after `after_rowid` whose text does not start with
+        `keep_prefix` (today's sealed form under the current key): what a re-seal rewrites."""
+        self._ready()
+        return self.sql.execute(
+            f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND rowid > ? "
+            "AND substr(text, 1, ?) != ? ORDER BY rowid LIMIT ?",
+            (agent_id, after_rowid, len(keep_prefix), keep_prefix, limit)).rows
+
+    def state_row(self, agent_id: str) -> Optional[tuple[int, str]]:
+        """(version, data as stored) of the agent's critical state, not opened."""
+        self._ready()
+        rows = self.sql.execute("SELECT version, data FROM critical_state WHERE agent_id = ?",
+                                (agent_id,)).rows
+        return (int(rows[0][0] or 0), rows[0][1]) if rows else None
+
+    def count_unsealed(self, agent_id: str, after_rowid: int, keep_prefix: str) -> int:
+        """How many rows unsealed_page() has left to give."""
+        self._ready()
+        return int(self.sql.execute(
+            "SELECT COUNT(*) FROM cold_memories WHERE agent_id = ? AND rowid > ? AND "
+            "substr(text, 1, ?) != ?",
+            (agent_id, after_rowid, len(keep_prefix), keep_prefix)).rows[0][0])
 
     # -- devices -----------------------------------------------------------------------------
 

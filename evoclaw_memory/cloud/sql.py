@@ -17,6 +17,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import msgspec
 
+from evoclaw_memory.config import private_dir
 from evoclaw_memory.errors import RemoteError, ValidationError
 
 Value = None | int | float | str | bytes
@@ -113,8 +114,7 @@ class FileExecutor:
         """Create a new database file 0600 inside a 0700 folder; leave existing ones alone."""
         if path.exists():
             return
-        if not path.parent.exists():
-            path.parent.mkdir(mode=0o700, parents=True)
+        private_dir(path.parent)
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except FileExistsError:

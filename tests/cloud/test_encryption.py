@@ -171,7 +171,7 @@ def test_plain_device_cannot_write_clear_text_into_encrypted_agent(encrypted_clo
         assert mem.store.outbox_depth() > 0                      # kept, not lost
     with SqlRemote(HranaClient(url, token), "raw") as raw:
         texts = [r[0] for r in raw.sql.execute("SELECT text FROM cold_memories").rows]
-    assert all(t.startswith("enc:v1:") for t in texts)
+    assert all(t.startswith("enc:v2:") for t in texts)
 
 
 def test_change_passphrase_and_rotate_reencrypt_via_outbox(encrypted_cloud, tmp_path):
@@ -184,7 +184,7 @@ def test_change_passphrase_and_rotate_reencrypt_via_outbox(encrypted_cloud, tmp_
         assert mem.store.outbox_depth() == 0
     with SqlRemote(HranaClient(url, token), "raw") as raw:
         texts = [r[0] for r in raw.sql.execute("SELECT text FROM cold_memories").rows]
-    assert all(t.startswith(f"enc:v1:{key_id}:") for t in texts)   # all re-sealed
+    assert all(t.startswith(f"enc:v2:{key_id}:") for t in texts)   # all re-sealed
     with Memory.open("sam", home=tmp_path / "e", cloud_url=url, cloud_token=token) as mem:
         with pytest.raises(CryptoError):
             mem.restore(passphrase=PASS)
