@@ -182,6 +182,9 @@ def doctor_database_failure(config: Any, exc: BaseException, check: Check) -> No
     damaged database of a folder that held memory is restored over (it is set aside)."""
     from .store import DamagedStoreError, ReadOnlyStoreError
     detail = str(exc) if str(config.db_path) in str(exc) else f"{config.db_path}: {exc}"
+    if isinstance(exc, DamagedStoreError):
+        # The message names its own way out; the fix column says it once more, shorter.
+        detail = detail.split("; restore with")[0]
     if isinstance(exc, ReadOnlyStoreError):
         fix = f"make {config.db_path.parent} and {config.db_path.name} writable for this user"
     elif isinstance(exc, DamagedStoreError):

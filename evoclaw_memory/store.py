@@ -687,7 +687,15 @@ class LocalStore:
 
     def load_hot(self) -> HotState:
         row = self.conn.execute("SELECT data FROM hot_state WHERE id = 1").fetchone()
-        return _hot_decoder.decode(row[0]) if row else HotState()
+        if not row:
+            return HotState()
+        try:
+            return _hot_decoder.decode(row[0])
+        except msgspec.ValidationError:
+            # One bad entry (an older release stored a NaN lesson as null) must not block
+            # every command: keep what reads, drop the rest (the next save rewrites it).
+            from . import validate
+            return validate.decode_salvaging(row[0], HotState)[0]
 
     def save_hot(self, state: HotState, now: float) -> None:
         self.conn.execute(

@@ -246,3 +246,66 @@ def printable(value: str) -> str:
     """`value` with control characters (ESC, OSC, C1...) but newline and tab shown as
     escapes, so stored text cannot drive the terminal it is printed on."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+
+
+def salvage(raw: Any, typ: Any) -> tuple[Any, int]:
+    """Convert decoded JSON to `typ`, dropping only the parts that do not fit; returns
+    (value, parts dropped).
+
+    A hot state written by an older release (or another tool) may hold one bad entry - the
+    NaN lesson of a release without this layer was stored as `null` - and a strict decode
+    fails for the whole state, which blocked every later command. Here a bad list item is
+    dropped, a bad field falls back to its default, and the rest is kept."""
+    import msgspec
+    try:
+        return msgspec.convert(raw, typ), 0
+    except msgspec.ValidationError:
+        pass
+    if not (isinstance(typ, type) and issubclass(typ, msgspec.Struct) and isinstance(raw, dict)):
+        raise ValidationError(f"{getattr(typ, '__name__', typ)}: unreadable value {_show(raw)}")
+    kept: dict[str, Any] = {}
+    dropped = 0
+    for field in msgspec.structs.fields(typ):
+        if field.encode_name not in raw:
+            continue
+        value = raw[field.encode_name]
+        item_type = _list_item_type(field.type)
+        if item_type is not None and isinstance(value, list):
+            items = []
+            for item in value:
+                try:
+                    fixed, lost = salvage(item, item_type)
+                except ValidationError:
+                    dropped += 1
+                    continue
+                items.append(fixed)
+                dropped += lost
+            kept[field.encode_name] = items
+            continue
+        try:
+            kept[field.encode_name], lost = salvage(value, field.type)
+            dropped += lost
+        except ValidationError:
+            dropped += 1                 # the field's default stands in
+    try:
+        return msgspec.convert(kept, typ), dropped
+    except msgspec.ValidationError as exc:
+        raise ValidationError(f"{typ.__name__}: unreadable ({exc})") from exc
+
+
+def _list_item_type(annotation: Any) -> Any:
+    """X for list[X], else None."""
+    import typing
+    if typing.get_origin(annotation) is list:
+        args = typing.get_args(annotation)
+        return args[0] if args else None
+    return None
+
+
+def decode_salvaging(data: str, typ: Any) -> tuple[Any, int]:
+    """JSON text -> `typ` with `salvage` (NaN/Infinity literals read as null, then dropped)."""
+    try:
+        raw = json.loads(data, parse_constant=lambda _token: None)
+    except (ValueError, RecursionError) as exc:
+        raise ValidationError(f"{getattr(typ, '__name__', typ)}: not JSON ({exc})") from exc
+    return salvage(raw, typ)

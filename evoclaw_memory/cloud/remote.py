@@ -11,6 +11,7 @@ commit happened but the answer was lost) neither duplicates nor loses anything.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import secrets
@@ -207,10 +208,19 @@ def decode_state(data: str) -> CriticalState:
         pass
     except msgspec.DecodeError as exc:
         raise RemoteError(f"critical_state.data is not JSON: {exc}") from exc
+    # Not ours as it stands: the original skill's bare hot state, or ours with one bad entry
+    # (an older release stored NaN as null). Keep every entry that reads rather than
+    # adopting an empty state, which the next merge would push over the good one.
     try:
-        return CriticalState(hot=msgspec.json.decode(data.encode(), type=HotState, strict=False))
-    except (msgspec.ValidationError, msgspec.DecodeError):
+        raw = json.loads(data, parse_constant=lambda _token: None)
+    except (ValueError, RecursionError) as exc:
+        raise RemoteError(f"critical_state.data is not JSON: {exc}") from exc
+    target = CriticalState if isinstance(raw, dict) and "hot" in raw else HotState
+    try:
+        state, _dropped = validate.salvage(raw, target)
+    except ValidationError:
         return CriticalState(hot=HotState())
+    return state if isinstance(state, CriticalState) else CriticalState(hot=state)
 
 
 # Epoch seconds of 3000-01-01, the bound the store validates every timestamp against.
