@@ -75,8 +75,8 @@ def _keyword_runs(ws: Workspace, devset: dict) -> dict[str, list[tuple[str, floa
 
 def _llm_runs(ws: Workspace, devset: dict, url: str) -> tuple[dict, dict]:
     """Retrieval with the LLM navigator; returns (runs, call statistics)."""
-    from evoclaw_memory.llm import LLMClient
-    from evoclaw_memory.llm_navigator import LLMNavigator
+    from evoclaw_memory.llm.client import LLMClient
+    from evoclaw_memory.llm.navigator import LLMNavigator
     home, ours = _load(ws, devset)
     client = LLMClient(url, os.environ.get("EVOCLAW_BENCH_LLM_MODEL") or "smollm2-135m-instruct",
                        os.environ.get("EVOCLAW_BENCH_LLM_API_KEY") or None, timeout=60)

@@ -1,12 +1,12 @@
 """evoclaw-memory: tiered, local-first long-term memory for AI agents on edge devices."""
 
-from .config import Config, load_config
-from .errors import (AuthError, ConfigError, CryptoError, EvoclawError, LimitError, LLMError,
+from evoclaw_memory.config import Config, load_config
+from evoclaw_memory.errors import (AuthError, ConfigError, CryptoError, EvoclawError, LimitError, LLMError,
                      NotFoundError, RemoteError, StoreError, Unavailable, ValidationError)
-from .memory import Memory
-from .models import (Distilled, Fact, FactDraft, HotState, Metadata, PathChoice,
+from evoclaw_memory.memory import Memory
+from evoclaw_memory.models import (Distilled, Fact, FactDraft, HotState, Metadata, PathChoice,
                      RetrievalResult, TreeNode)
-from .retrieve import KeywordNavigator, TreeNavigator
+from evoclaw_memory.retrieval.retriever import KeywordNavigator, TreeNavigator
 
 __version__ = "0.1.0"
 

@@ -13,8 +13,8 @@ from typing import Any, Mapping, Optional
 
 import msgspec
 
-from .errors import ConfigError, ValidationError
-from .validate import finite
+from evoclaw_memory.errors import ConfigError, ValidationError
+from evoclaw_memory.validate import finite
 
 _AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 SECRET_FIELDS = ("cloud_token", "llm_api_key")

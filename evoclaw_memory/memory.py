@@ -19,18 +19,18 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 import msgspec
 
-from . import hot as hot_rules
-from . import tree as tree_rules
-from . import validate
-from .config import Config, load_config, private_dir, validate_agent_id
-from .errors import ConfigError, LimitError, NotFoundError, ValidationError
-from .limits import (CONTEXT_RETRIEVED_MAX_BYTES, FACT_MAX_TEXT, INPUT_MAX_BYTES, TIER_HOT)
-from .models import Fact, FactDraft, HotState, Metadata, RetrievalResult, TreeNode
-from .retrieve import KeywordNavigator, Retriever, TreeNavigator
-from .scoring import score, tier_of
-from .store import LocalStore
-from .text import collapse_spaces, key_and_body, normalized_key
-from .warm import belongs_in_cold, eviction_plan, fact_size
+from evoclaw_memory.tiers import hot as hot_rules
+from evoclaw_memory.tiers import tree as tree_rules
+from evoclaw_memory import validate
+from evoclaw_memory.config import Config, load_config, private_dir, validate_agent_id
+from evoclaw_memory.errors import ConfigError, LimitError, NotFoundError, ValidationError
+from evoclaw_memory.limits import (CONTEXT_RETRIEVED_MAX_BYTES, FACT_MAX_TEXT, INPUT_MAX_BYTES, TIER_HOT)
+from evoclaw_memory.models import Fact, FactDraft, HotState, Metadata, RetrievalResult, TreeNode
+from evoclaw_memory.retrieval.retriever import KeywordNavigator, Retriever, TreeNavigator
+from evoclaw_memory.tiers.scoring import score, tier_of
+from evoclaw_memory.store.local import LocalStore
+from evoclaw_memory.text import collapse_spaces, key_and_body, normalized_key
+from evoclaw_memory.tiers.warm import belongs_in_cold, eviction_plan, fact_size
 
 Timestamp = Union[float, int, dt.datetime, None]
 # Below this share of the cap, eviction by size stops: evicting a batch at once keeps
@@ -89,10 +89,10 @@ class Memory:
         validate_agent_id(config.agent_id)
         owns_llm = False
         if llm is None and config.llm_base_url:
-            from .llm import LLMClient          # lazy: httpx costs start-up time
+            from evoclaw_memory.llm.client import LLMClient          # lazy: httpx costs start-up time
             llm, owns_llm = LLMClient.from_config(config), True
         if llm is not None and navigator is None:
-            from .llm_navigator import LLMNavigator
+            from evoclaw_memory.llm.navigator import LLMNavigator
             navigator = LLMNavigator(llm)
         store = LocalStore.open(config.db_path, recover=recover_damaged)
         memory = cls(config, store, navigator=navigator, clock=clock)
@@ -178,7 +178,7 @@ class Memory:
         return text
 
     def _metadata(self, text: str, metadata: Optional[Union[Metadata, dict]]) -> Metadata:
-        from .metadata import extract_metadata, merge_metadata
+        from evoclaw_memory.distill.metadata import extract_metadata, merge_metadata
         metadata = validate.metadata(metadata)
         found = extract_metadata(text)
         return merge_metadata(metadata, found) if metadata else found
@@ -495,7 +495,7 @@ class Memory:
         llm: None follows `self.distill_llm` (None: the LLM when one is configured), True
         requires it, False uses rules. `mode` says what ran: "llm", "rules", or
         "rules-fallback" (the LLM failed; the reason is in `llm_error`)."""
-        from .distill import core_summary, distill_facts, distill_structured
+        from evoclaw_memory.distill.rules import core_summary, distill_facts, distill_structured
         validate.conversation(messages)
         _check_input_size(messages)
         nodes = self.store.tree_nodes()
@@ -510,8 +510,8 @@ class Memory:
                               "EVOCLAW_LLM_MODEL (or [llm] base_url in config.toml), or use "
                               "rule mode")
         if self.llm is not None and llm is not False:
-            from .errors import EvoclawError
-            from .llm_distill import conversation_text, conversation_turns, distill_with_llm, \
+            from evoclaw_memory.errors import EvoclawError
+            from evoclaw_memory.llm.distill import conversation_text, conversation_turns, distill_with_llm, \
                 related_facts
             turns = conversation_turns(messages)
             if turns:
@@ -532,7 +532,7 @@ class Memory:
     def apply_distillation(self, result: dict[str, Any]) -> dict[str, Any]:
         """Store a `distill` result in one transaction: its facts (via store_drafts), the
         facts they supersede (kept, marked), the duplicates (reinforced) and hot updates."""
-        from .llm_distill import fresh_hot_updates
+        from evoclaw_memory.llm.distill import fresh_hot_updates
         now = self.clock()
         drafts = list(result.get("facts") or [])
         replaces = {s["fact"]: s["old_id"] for s in result.get("supersedes") or []}
@@ -584,7 +584,7 @@ class Memory:
         """The end of a conversation, in one call: distill (LLM or rules) -> store facts ->
         hot updates -> MEMORY.md -> quick consolidation when due (4 h) -> push when a cloud is
         configured (offline: queued). Returns a report (see lifecycle.end_conversation)."""
-        from .lifecycle import end_conversation
+        from evoclaw_memory.lifecycle.conversation import end_conversation
         validate.conversation(messages)
         self.check_memory_md_path()        # before anything commits (see update_hot)
         return end_conversation(self, messages, sync=sync, consolidate=consolidate,
@@ -595,7 +595,7 @@ class Memory:
         """Store the facts of the last `days` daily notes (memory/YYYY-MM-DD*.md).
 
         `progress(stage, done, total)` is told after each file (the CLI draws a bar)."""
-        from .notes import extract_note_facts, find_daily_notes
+        from evoclaw_memory.distill.notes import extract_note_facts, find_daily_notes
         root = Path(workspace) if workspace else self.config.workspace_path
         today = dt.datetime.fromtimestamp(self.clock()).date()
         files = find_daily_notes(root, days=days, today=today)
@@ -621,7 +621,7 @@ class Memory:
 
         dry_run (monthly/full): only show the LLM's tree-rebuild plan; change nothing.
         `progress(stage, done, total)` is told as each step starts (the CLI draws a bar)."""
-        from .consolidate import run_consolidation
+        from evoclaw_memory.lifecycle.consolidation import run_consolidation
         return run_consolidation(self, mode, dry_run=dry_run, progress=progress)
 
     # -- cloud: sync, restore, devices ---------------------------------------------------------
@@ -630,7 +630,7 @@ class Memory:
         """The configured Remote: Turso/sqld over Hrana, a file, or the embedded default file
         ($EVOCLAW_HOME/cloud.db) when no cloud URL is configured; sealing and opening
         everything with the agent's keys when the memory is end-to-end encrypted."""
-        from .cloud.remote import open_remote
+        from evoclaw_memory.cloud.remote import open_remote
         remote = open_remote(self.config.cloud_url, self.config.cloud_token,
                              Path(self.config.home) / "cloud.db")
         try:
@@ -648,8 +648,8 @@ class Memory:
         restore does) when the cloud holds a keyring for the agent. No request is made when
         the device already knows: a plaintext push is refused by the cloud-side guard if
         another device turned encryption on meanwhile (see SqlRemote.push)."""
-        from .cloud import keys
-        from .errors import CryptoError
+        from evoclaw_memory.cloud import keys
+        from evoclaw_memory.errors import CryptoError
         ring = keys.local_keyring(self.store)
         if ring is not None and not (passphrase or recovery_key):
             return keys.attach(remote, ring)
@@ -669,7 +669,7 @@ class Memory:
 
     def refresh_keys(self, remote) -> None:
         """Adopt the cloud's newer keyring (a rotation on another device) and re-attach it."""
-        from .cloud import keys
+        from evoclaw_memory.cloud import keys
         if keys.local_keyring(self.store) is not None:
             keys.attach(remote, keys.unlock_keys(self.store, remote, self.agent_id))
 
@@ -679,8 +679,8 @@ class Memory:
         returns the recovery key (show ONCE), or None when the cloud already had a keyring
         that this passphrase opens (adopted; its recovery key was shown where it was made).
         `progress(stage, done, total)` follows the re-seal; see reseal_status()."""
-        from .cloud import keys
-        from .cloud.remote import open_remote
+        from evoclaw_memory.cloud import keys
+        from evoclaw_memory.cloud.remote import open_remote
         owned = remote is None
         remote = remote or open_remote(self.config.cloud_url, self.config.cloud_token,
                                        Path(self.config.home) / "cloud.db")
@@ -698,7 +698,7 @@ class Memory:
     def _reseal_now(self, remote, progress=None) -> None:
         """Run the pending re-seal; offline it stays pending for the next sync (the keys are
         already set up, and the caller still has a recovery key to show)."""
-        from .errors import RemoteError
+        from evoclaw_memory.errors import RemoteError
         try:
             self.reseal(remote, progress)
         except RemoteError:
@@ -706,19 +706,19 @@ class Memory:
 
     def reseal(self, remote, progress=None):
         """Continue the pending re-seal of the agent's cloud archive (see cloud.keys.reseal)."""
-        from .cloud import keys
-        from .cloud.engine import device_id
+        from evoclaw_memory.cloud import keys
+        from evoclaw_memory.cloud.engine import device_id
         import socket
         return keys.reseal(self.store, remote, self.agent_id, device_id(self.store),
                            socket.gethostname()[:64], progress)
 
     def reseal_status(self):
         """Where the re-seal of the cloud archive stands (no network)."""
-        from .cloud import keys
+        from evoclaw_memory.cloud import keys
         return keys.reseal_status(self.store)
 
     def sync_engine(self, remote=None):
-        from .cloud.engine import SyncEngine
+        from evoclaw_memory.cloud.engine import SyncEngine
         return SyncEngine(self, remote or self.open_remote(), self.agent_id)
 
     def sync(self, remote=None):
@@ -736,7 +736,7 @@ class Memory:
     def sync_status(self) -> dict[str, Any]:
         """Outbox depth, last push, last known remote version and the entries set aside
         (refused by the cloud for good, with the reason), without the network."""
-        from .cloud.engine import KV_LAST_PUSH, KV_REMOTE_VERSION, device_id
+        from evoclaw_memory.cloud.engine import KV_LAST_PUSH, KV_REMOTE_VERSION, device_id
         last = self.store.get_setting(KV_LAST_PUSH)
         return {"outbox_depth": self.store.outbox_depth(),
                 "last_push": float(last) if last else None,
@@ -762,8 +762,8 @@ class Memory:
         synced without `discard_unsynced`. Then the keys are unlocked (passphrase or recovery
         key) and everything is fetched before the old memory is replaced in one transaction:
         a wrong key or an unreachable cloud leaves the device as it was."""
-        from .cloud.restore import preflight, restore
-        from .cloud.remote import open_remote
+        from evoclaw_memory.cloud.restore import preflight, restore
+        from evoclaw_memory.cloud.remote import open_remote
         preflight(self.store, force, discard_unsynced)      # no scrypt, no request to refuse
         owned = remote is None
         if owned:
@@ -790,7 +790,7 @@ class Memory:
 
     def change_passphrase(self, current: str, new: str, remote=None) -> None:
         """Rewrap the encryption keys under a new passphrase (no data is re-encrypted)."""
-        from .cloud import keys
+        from evoclaw_memory.cloud import keys
         with self._remote_scope(remote, secure=False) as r:
             keys.change_passphrase(self.store, r, self.agent_id, current, new)
         with self.store.transaction():
@@ -800,7 +800,7 @@ class Memory:
                    remote=None, progress=None) -> str:
         """Start a new data key and re-seal the cloud archive under it (resumed by the next
         syncs if interrupted); local changes follow through the outbox."""
-        from .cloud import keys
+        from evoclaw_memory.cloud import keys
         with self._remote_scope(remote, secure=False) as r:
             keys.unlock_keys(self.store, r, self.agent_id, passphrase, recovery_key)
             key_id = keys.rotate(self.store, r, self.agent_id)
@@ -815,7 +815,7 @@ class Memory:
         if remote is not None:
             yield self.secure_remote(remote) if secure else remote
             return
-        from .cloud.remote import open_remote
+        from evoclaw_memory.cloud.remote import open_remote
         opened = open_remote(self.config.cloud_url, self.config.cloud_token,
                              Path(self.config.home) / "cloud.db")
         try:
@@ -825,14 +825,14 @@ class Memory:
 
     def critical_state(self):
         """Hot memory + tree, as pushed to the cloud's critical_state row."""
-        from .cloud.remote import CriticalState
-        from .cloud.engine import device_id
+        from evoclaw_memory.cloud.remote import CriticalState
+        from evoclaw_memory.cloud.engine import device_id
         return CriticalState(hot=self.store.load_hot(), tree=self.store.tree_nodes(),
                              updated_at=self.clock(), device_id=device_id(self.store))
 
     def adopt_remote_state(self, remote_state) -> bool:
         """Merge another device's critical state into ours; True if ours now differs from it."""
-        from .cloud.merge import merge_hot, merge_tree, same_state
+        from evoclaw_memory.cloud.merge import merge_hot, merge_tree, same_state
         now = self.clock()
         with self.store.transaction():
             local_hot = self.store.load_hot()

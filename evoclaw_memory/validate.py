@@ -16,9 +16,9 @@ import re
 import unicodedata
 from typing import Any, Optional
 
-from .errors import NestingError, ValidationError
-from .limits import TREE_MAX_DEPTH
-from .models import Metadata
+from evoclaw_memory.errors import NestingError, ValidationError
+from evoclaw_memory.limits import TREE_MAX_DEPTH
+from evoclaw_memory.models import Metadata
 
 # Epoch seconds before 3000-01-01: far beyond any real fact, far inside SQLite's INTEGER.
 EPOCH_MAX = 32_503_680_000

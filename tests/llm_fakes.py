@@ -11,7 +11,7 @@ from typing import Any, Callable, Union
 
 import httpx
 
-from evoclaw_memory.llm import LLMClient
+from evoclaw_memory.llm.client import LLMClient
 
 API_KEY = "sk-test-SECRET-9f8e7d6c5b4a"
 BASE_URL = "http://llm.test/v1"

@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evoclaw_memory import Memory
-from evoclaw_memory.cli import cli
+from evoclaw_memory.cli.main import cli
 from evoclaw_memory.config import load_config, validate_agent_id
 from evoclaw_memory.errors import ConfigError, ValidationError
-from evoclaw_memory.legacy import import_legacy
-from evoclaw_memory.llm_prompts import parse_distillation
+from evoclaw_memory.agent.legacy import import_legacy
+from evoclaw_memory.llm.prompts import parse_distillation
 from evoclaw_memory.validate import EPOCH_MAX, printable
 
 FEW = settings(max_examples=15, deadline=None,
@@ -442,7 +442,7 @@ def test_bad_legacy_items_are_refused_with_reasons_and_the_rest_imported(mem, tm
 
 def test_a_deeply_nested_llm_answer_is_an_llm_error_not_a_crash():
     from evoclaw_memory.errors import LLMError
-    from evoclaw_memory.llm import extract_json
+    from evoclaw_memory.llm.client import extract_json
     with pytest.raises(LLMError, match="nested too deeply"):
         extract_json('{"facts": ' + "[" * 100_000)
 
@@ -489,7 +489,7 @@ def mcp_call(server, name: str, args: dict):
 def test_mcp_tools_refuse_generated_bad_values(seeded, case):
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from evoclaw_memory.mcp_server import build_server
+    from evoclaw_memory.agent.mcp_server import build_server
     name, args = case
     before = snapshot(seeded)
     with pytest.raises(ToolError) as caught:

@@ -14,7 +14,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from evoclaw_memory.cli import _translate, cli
+from evoclaw_memory.cli.main import _translate, cli
 
 SECRET_TOKEN = "tok-SECRET-4f9c2e7d1a"
 SECRET_KEY = "sk-SECRET-llm-8b3e0c"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evoclaw_memory.distill import (
+from evoclaw_memory.distill.rules import (
     STRUCTURED_FACT_MAX_BYTES,
     Block,
     choose_category,

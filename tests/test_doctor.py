@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from evoclaw_memory import Memory
-from evoclaw_memory.cli import cli
-from evoclaw_memory.cli_agent import ProgressBar
+from evoclaw_memory.cli.main import cli
+from evoclaw_memory.cli.agent import ProgressBar
 
 SECRET_TOKEN = "tok-SECRET-77f1c2"
 SECRET_KEY = "sk-SECRET-9e8d7c"
@@ -149,7 +149,7 @@ def test_metrics_report_draws_tiers_against_their_limits(run, home):
 
 
 def test_progress_bar_and_import_progress(tmp_path, home, capsys):
-    from evoclaw_memory.legacy import import_legacy
+    from evoclaw_memory.agent.legacy import import_legacy
     folder = tmp_path / "memory"
     folder.mkdir()
     (folder / "warm-memory.json").write_text(json.dumps(
@@ -174,7 +174,7 @@ def test_progress_bar_and_import_progress(tmp_path, home, capsys):
 def test_doctor_reports_missing_tables(tmp_path, monkeypatch):
     import sqlite3
     from click.testing import CliRunner
-    from evoclaw_memory.cli import cli
+    from evoclaw_memory.cli.main import cli
     monkeypatch.setenv("EVOCLAW_HOME", str(tmp_path))
     runner = CliRunner()
     assert runner.invoke(cli, ["store", "--text", "a fact", "--category", "misc"]).exit_code == 0

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from evoclaw_memory import ValidationError
-from evoclaw_memory import hot
+from evoclaw_memory.tiers import hot
 from evoclaw_memory.limits import (HOT_MAX_BYTES, HOT_MAX_EVENTS, HOT_MAX_LESSONS,
                                    HOT_MAX_PENDING_TASKS, HOT_MAX_PROJECTS)
 from evoclaw_memory.models import HotState

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from evoclaw_memory import Memory
-from evoclaw_memory.cli import cli
-from evoclaw_memory.legacy import normalize_category, parse_importance, parse_time
+from evoclaw_memory.cli.main import cli
+from evoclaw_memory.agent.legacy import normalize_category, parse_importance, parse_time
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = time.time()
@@ -334,7 +334,7 @@ def test_skill_md_describes_real_commands():
 
 def test_retrieve_accepts_the_original_query_flag(tmp_path, monkeypatch):
     from click.testing import CliRunner
-    from evoclaw_memory.cli import cli
+    from evoclaw_memory.cli.main import cli
     monkeypatch.setenv("EVOCLAW_HOME", str(tmp_path))
     runner = CliRunner()
     runner.invoke(cli, ["store", "--text", "The router lives in the hall cupboard", "--category", "home"])

@@ -18,7 +18,7 @@ from evoclaw_memory import Memory
 from evoclaw_memory.cloud.remote import SqlRemote
 from evoclaw_memory.cloud.sql import FileExecutor
 from evoclaw_memory.errors import DeviceRevoked
-from evoclaw_memory.lifecycle import QUICK_CONSOLIDATION_EVERY, quick_consolidation_due
+from evoclaw_memory.lifecycle.conversation import QUICK_CONSOLIDATION_EVERY, quick_consolidation_due
 
 ROOT = Path(__file__).resolve().parents[1]
 CONVERSATION = [
@@ -126,7 +126,7 @@ def test_a_revoked_device_stops_the_lifecycle(home, tmp_path):
 
 def test_distill_store_command_reports_the_lifecycle(home):
     from click.testing import CliRunner
-    from evoclaw_memory.cli import cli
+    from evoclaw_memory.cli.main import cli
     result = CliRunner().invoke(cli, ["--json", "distill", "--store", "--text",
                                       json.dumps(CONVERSATION)], catch_exceptions=False)
     assert result.exit_code == 0, result.output

@@ -5,7 +5,8 @@ import tempfile
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from evoclaw_memory import EvoclawError, Memory
-from evoclaw_memory import hot, tree
+from evoclaw_memory.tiers import hot
+from evoclaw_memory.tiers import tree
 from evoclaw_memory.limits import (HOT_MAX_BYTES, HOT_MAX_EVENTS, HOT_MAX_LESSONS,
                                    HOT_MAX_PENDING_TASKS, HOT_MAX_PROJECTS, TREE_MAX_BYTES,
                                    TREE_MAX_CHILDREN, TREE_MAX_DEPTH, TREE_MAX_NODES)

@@ -11,7 +11,7 @@ import pytest
 
 from evoclaw_memory.config import load_config
 from evoclaw_memory.errors import ConfigError, LLMError
-from evoclaw_memory.llm import LLMClient, extract_json
+from evoclaw_memory.llm.client import LLMClient, extract_json
 
 from llm_fakes import API_KEY, FakeLLM, completion
 

@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from evoclaw_memory import Memory
-from evoclaw_memory.cli import cli
+from evoclaw_memory.cli.main import cli
 from evoclaw_memory.errors import ConfigError
-from evoclaw_memory.llm_distill import (build_result, conversation_turns, fresh_hot_updates,
+from evoclaw_memory.llm.distill import (build_result, conversation_turns, fresh_hot_updates,
                                         grounding, reattach_metadata, resolve_category,
                                         short_summary)
-from evoclaw_memory.llm_prompts import RelatedFact
+from evoclaw_memory.llm.prompts import RelatedFact
 from evoclaw_memory.models import FactDraft, HotState, Metadata, TreeNode
 
 from llm_fakes import FakeLLM
@@ -75,7 +75,7 @@ def test_conversation_turns_skip_system_and_tool_messages():
 
 
 def build(value, related=(), nodes=TREE):
-    from evoclaw_memory.llm_prompts import parse_distillation
+    from evoclaw_memory.llm.prompts import parse_distillation
     return build_result(parse_distillation(value), turns(), list(nodes), list(related), NOW)
 
 

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from evoclaw_memory import Memory
-from evoclaw_memory.llm_navigator import LLMNavigator
-from evoclaw_memory.retrieve import KeywordNavigator
+from evoclaw_memory.llm.navigator import LLMNavigator
+from evoclaw_memory.retrieval.retriever import KeywordNavigator
 
 from llm_fakes import FakeLLM, completion
 

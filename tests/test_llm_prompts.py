@@ -4,7 +4,7 @@ import pytest
 
 from evoclaw_memory.errors import LLMError
 from evoclaw_memory.limits import TREE_MAX_DESCRIPTION
-from evoclaw_memory.llm_prompts import (NAV_PROMPT_MAX_TOKENS, RelatedFact, as_data, clip_middle,
+from evoclaw_memory.llm.prompts import (NAV_PROMPT_MAX_TOKENS, RelatedFact, as_data, clip_middle,
                                         distill_messages, distill_schema, estimate_tokens,
                                         navigation_messages, navigation_schema, parse_distillation,
                                         parse_navigation, parse_rebuild, prompt_tokens,

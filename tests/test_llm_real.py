@@ -13,7 +13,7 @@ import pytest
 
 from evoclaw_memory import Memory
 from evoclaw_memory.errors import LLMError
-from evoclaw_memory.llm import LLMClient
+from evoclaw_memory.llm.client import LLMClient
 
 URL = os.environ.get("EVOCLAW_TEST_LLM_URL")
 pytestmark = pytest.mark.skipif(

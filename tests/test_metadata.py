@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evoclaw_memory.limits import METADATA_MAX_COMMANDS, METADATA_MAX_PATHS, METADATA_MAX_URLS
-from evoclaw_memory.metadata import (
+from evoclaw_memory.distill.metadata import (
     extract_metadata,
     locate_metadata,
     looks_like_command,

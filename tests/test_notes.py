@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evoclaw_memory.limits import DISTILLED_FACT_MAX_CHARS
-from evoclaw_memory.notes import (
+from evoclaw_memory.distill.notes import (
     NoteWarning,
     extract_note_facts,
     find_daily_notes,

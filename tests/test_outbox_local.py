@@ -155,7 +155,7 @@ def test_a_device_that_never_pushed_skips_the_check(tmp_path):
 def test_sync_status_shows_set_aside_entries_and_flags_do_not_mix(tmp_path):
     from click.testing import CliRunner
 
-    from evoclaw_memory.cli import cli
+    from evoclaw_memory.cli.main import cli
     with Memory.open("sam", home=tmp_path) as mem:
         fill(mem, 2)
         with mem.store.transaction():

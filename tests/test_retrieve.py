@@ -148,7 +148,7 @@ def test_an_update_outranks_the_fact_it_replaces_without_supersede(mem, clock):
 
 
 def test_common_words_stay_out_of_the_ranked_match(mem, monkeypatch):
-    from evoclaw_memory import retrieve
+    from evoclaw_memory.retrieval import retriever as retrieve
     monkeypatch.setattr(retrieve, "RANK_BUDGET", 3)      # "ana" is common in this store
     for i in range(8):
         mem.remember(f"Ana booked table {i} at the pizzeria", category="owner/schedule")
@@ -196,7 +196,7 @@ class PetsNavigator:
 
 def test_a_chosen_path_is_searched_even_when_its_facts_hold_only_common_words(
         home, clock, monkeypatch):
-    from evoclaw_memory import retrieve
+    from evoclaw_memory.retrieval import retriever as retrieve
     monkeypatch.setattr(retrieve, "RANK_BUDGET", 10)     # "weekend" is common here
     with Memory.open("paths", home=home, clock=clock, navigator=PetsNavigator()) as m:
         walker = m.remember("Hannah takes Biscuit out every weekend", category="home/pets")

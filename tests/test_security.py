@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from evoclaw_memory.cli import cli
+from evoclaw_memory.cli.main import cli
 
 TOKEN = "tok-SECRET-4f9a8b7c6d5e"
 API_KEY = "sk-SECRET-0a1b2c3d4e5f"

@@ -19,7 +19,7 @@ import pytest
 from evoclaw_memory import Memory
 from evoclaw_memory.cloud.remote import SqlRemote
 from evoclaw_memory.cloud.sql import FileExecutor
-from evoclaw_memory.service import QUICK_EVERY, Service, due_mode, next_local_midnight
+from evoclaw_memory.agent.service import QUICK_EVERY, Service, due_mode, next_local_midnight
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

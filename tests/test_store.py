@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from evoclaw_memory import Memory, StoreError, ValidationError
-from evoclaw_memory import migrate
-from evoclaw_memory.store import LocalStore
+from evoclaw_memory.store import migrate
+from evoclaw_memory.store.local import LocalStore
 from evoclaw_memory.text import key_digest, normalized_key
 
 
@@ -117,7 +117,7 @@ def _fulltext_rows(store):
 
 
 def test_new_facts_wait_for_the_full_text_index_and_are_still_found(mem):
-    from evoclaw_memory.store import FULLTEXT_BATCH
+    from evoclaw_memory.store.local import FULLTEXT_BATCH
     fact = mem.remember("Biscuit hides the tennis ball under the sofa", category="pets")
     assert _fulltext_rows(mem.store) == (0, 1)
     assert [r.fact.id for r in mem.retrieve("tennis ball")][:1] == [fact.id]
@@ -187,7 +187,7 @@ def test_release_two_database_is_migrated(tmp_path):
 
 
 def test_a_digest_collision_does_not_merge_two_facts(mem, monkeypatch):
-    import evoclaw_memory.store as store_module
+    import evoclaw_memory.store.local as store_module
     first = mem.remember("Feed the cat at seven", category="home")
     monkeypatch.setattr(store_module, "key_digest", lambda key: "same-for-every-key")
     mem.store.conn.execute("UPDATE facts SET norm_key = 'same-for-every-key'")
@@ -278,7 +278,7 @@ def test_deferred_indexes_come_back_after_a_killed_load(tmp_path):
     before = _facts_indexes(store)
     store.close()
     # Another process starts a bulk load and dies in the middle of it.
-    script = ("import os, sys\nfrom evoclaw_memory.store import LocalStore\n"
+    script = ("import os, sys\nfrom evoclaw_memory.store.local import LocalStore\n"
               "store = LocalStore.open(sys.argv[1])\n"
               "load = store.indexes_deferred()\n"
               "load.__enter__()\n"

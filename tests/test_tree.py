@@ -1,7 +1,7 @@
 import pytest
 
 from evoclaw_memory import LimitError, ValidationError
-from evoclaw_memory import tree
+from evoclaw_memory.tiers import tree
 from evoclaw_memory.limits import TREE_MAX_BYTES, TREE_MAX_CHILDREN, TREE_MAX_NODES
 
 

@@ -3,7 +3,7 @@ import math
 import pytest
 
 from evoclaw_memory import ValidationError
-from evoclaw_memory.scoring import score, tier_of
+from evoclaw_memory.tiers.scoring import score, tier_of
 
 
 def test_score_formula_and_tiers():

@@ -33,7 +33,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
-from ..errors import CryptoError
+from evoclaw_memory.errors import CryptoError
 
 PREFIX = "enc:v1:"
 PREFIX_V2 = "enc:v2:"

@@ -15,11 +15,11 @@ from typing import Optional, Protocol
 
 import msgspec
 
-from ..errors import (AuthError, ConflictError, DeviceRevoked, EvoclawError, RemoteError,
+from evoclaw_memory.errors import (AuthError, ConflictError, DeviceRevoked, EvoclawError, RemoteError,
                       Unavailable, ValidationError)
-from ..models import Fact
-from ..store import LocalStore
-from .remote import CriticalState, Remote
+from evoclaw_memory.models import Fact
+from evoclaw_memory.store.local import LocalStore
+from evoclaw_memory.cloud.remote import CriticalState, Remote
 
 BATCH_SIZE = 500             # facts per request: keeps one request well under a megabyte
 MAX_CONFLICT_ROUNDS = 5      # merges in one sync before giving up (another device is busy)

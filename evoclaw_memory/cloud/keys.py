@@ -14,11 +14,11 @@ from typing import Callable, Optional
 
 import msgspec
 
-from ..errors import CryptoError, StoreError
-from ..store import LocalStore
-from .crypto import (PREFIX, SCRYPT_N, Keyring, decode_record, encode_record, is_sealed,
+from evoclaw_memory.errors import CryptoError, StoreError
+from evoclaw_memory.store.local import LocalStore
+from evoclaw_memory.cloud.crypto import (PREFIX, SCRYPT_N, Keyring, decode_record, encode_record, is_sealed,
                      sealed_with)
-from .remote import SealedCodec, SqlRemote
+from evoclaw_memory.cloud.remote import SealedCodec, SqlRemote
 
 KV_RING = "crypto.keyring"
 KV_RECORD = "crypto.record"
@@ -192,7 +192,7 @@ def unlock_keys(store: LocalStore, remote: SqlRemote, agent_id: str,
 def _adopt_record(store: LocalStore, ring: Keyring, agent_id: str, record_text: str) -> Keyring:
     record = decode_record(record_text)
     new = Keyring(agent_id, ring._master, {}, record.current, record.keys[0].key_id)
-    from .crypto import Wrap, _unwrap
+    from evoclaw_memory.cloud.crypto import Wrap, _unwrap
     for sealed in record.keys:
         new._keys[sealed.key_id] = _unwrap(ring._master, Wrap(nonce=sealed.nonce, sealed=sealed.sealed),
                                            f"data:{sealed.key_id}", "keyring")
@@ -304,7 +304,7 @@ def _reseal_state(store: LocalStore, remote: SqlRemote, codec: SealedCodec, agen
                   device_id: str, device_name: str, mode: str) -> None:
     """The cloud's critical state re-sealed as it is there (compare-and-set on its version):
     it may be newer than this device's, which follows through the outbox as usual."""
-    from .remote import decode_state
+    from evoclaw_memory.cloud.remote import decode_state
     row = remote.state_row(agent_id)
     if row is None or row[1].startswith(f"{PREFIX}{codec.ring.current}:"):
         return

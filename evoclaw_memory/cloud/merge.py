@@ -12,8 +12,8 @@ import copy
 
 import msgspec
 
-from .. import hot as hot_rules
-from ..models import HotState, Identity, TreeNode
+from evoclaw_memory.tiers import hot as hot_rules
+from evoclaw_memory.models import HotState, Identity, TreeNode
 
 
 def merge_hot(local: HotState, remote: HotState, now: float) -> HotState:

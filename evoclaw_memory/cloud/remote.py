@@ -22,10 +22,10 @@ from typing import Optional, Protocol, Union
 
 import msgspec
 
-from .. import validate
-from ..errors import ConfigError, CryptoError, RemoteError, ValidationError
-from ..models import Fact, HotState, Metadata, TreeNode
-from .sql import SqlExecutor, Stmt
+from evoclaw_memory import validate
+from evoclaw_memory.errors import ConfigError, CryptoError, RemoteError, ValidationError
+from evoclaw_memory.models import Fact, HotState, Metadata, TreeNode
+from evoclaw_memory.cloud.sql import SqlExecutor, Stmt
 
 
 class CriticalState(msgspec.Struct, omit_defaults=True):
@@ -308,7 +308,7 @@ class SealedCodec(PlainCodec):
     encrypted = True
 
     def __init__(self, keyring):
-        from .crypto import clear_context, is_sealed    # cryptography loads only when used
+        from evoclaw_memory.cloud.crypto import clear_context, is_sealed    # cryptography loads only when used
         self.ring = keyring
         self._clear = clear_context
         self._is_sealed = is_sealed
@@ -394,7 +394,7 @@ class SqlRemote:
 
     def ensure_schema(self) -> int:
         """Apply pending cloud migrations (once per process); returns the schema version."""
-        from .. import migrate
+        from evoclaw_memory.store import migrate
         self.sql.execute("CREATE TABLE IF NOT EXISTS evoclaw_schema_version (version INTEGER "
                          "PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
         current = self.sql.execute(
@@ -723,7 +723,7 @@ def split_statements(sql: str) -> list[str]:
 
 
 def migrations_after(version: int) -> list[tuple[int, str, str]]:
-    from .. import migrate
+    from evoclaw_memory.store import migrate
     return [m for m in migrate.migrations("cloud") if m[0] > version]
 
 
@@ -732,10 +732,10 @@ def open_remote(url: Optional[str], token: Optional[str], default_file: Path,
     """The Remote for a configured URL: libsql://, https://, http:// (Hrana), file:// or a
     plain path (a local file), or `default_file` when nothing is configured."""
     if not url:
-        from .sql import FileExecutor
+        from evoclaw_memory.cloud.sql import FileExecutor
         return SqlRemote(FileExecutor(default_file), label=f"file {default_file}")
     if url.startswith(("libsql://", "https://", "http://", "wss://", "ws://")):
-        from .hrana import HranaClient
+        from evoclaw_memory.cloud.hrana import HranaClient
         client = HranaClient(url.replace("wss://", "https://").replace("ws://", "http://"),
                              token, timeout=timeout, retries=retries)
         return SqlRemote(client, label=client.base_url)
@@ -744,5 +744,5 @@ def open_remote(url: Optional[str], token: Optional[str], default_file: Path,
     path = Path(url).expanduser()
     if not path.parent.exists():
         raise ConfigError(f"cloud file folder {path.parent} does not exist")
-    from .sql import FileExecutor
+    from evoclaw_memory.cloud.sql import FileExecutor
     return SqlRemote(FileExecutor(path), label=f"file {path}")

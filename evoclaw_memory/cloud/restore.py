@@ -21,13 +21,13 @@ from typing import Callable, Iterator, Protocol
 
 import msgspec
 
-from ..errors import NotFoundError, ValidationError
-from ..models import Fact, HotState
-from ..scoring import score
-from ..store import LocalStore
-from .engine import KV_PULL_CURSOR, KV_REMOTE_VERSION
-from .keys import KV_RECORD, KV_RING
-from .remote import CriticalState, Remote, cloud_seconds
+from evoclaw_memory.errors import NotFoundError, ValidationError
+from evoclaw_memory.models import Fact, HotState
+from evoclaw_memory.tiers.scoring import score
+from evoclaw_memory.store.local import LocalStore
+from evoclaw_memory.cloud.engine import KV_PULL_CURSOR, KV_REMOTE_VERSION
+from evoclaw_memory.cloud.keys import KV_RECORD, KV_RING
+from evoclaw_memory.cloud.remote import CriticalState, Remote, cloud_seconds
 
 PAGE_SIZE = 10_000              # rows per request and per local transaction (~4 MB of JSON)
 WARM_WINDOW_DAYS = 60           # warm candidates: younger facts (a 0.3 score needs age < ~57 d

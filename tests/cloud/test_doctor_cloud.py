@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from evoclaw_memory.cli import cli
+from evoclaw_memory.cli.main import cli
 
 
 def doctor(home, **env):

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from evoclaw_memory import CryptoError, Memory
-from evoclaw_memory.cli import cli
+from evoclaw_memory.cli.main import cli
 from evoclaw_memory.cloud import keys
 from evoclaw_memory.cloud.crypto import Keyring, decode_record
 from evoclaw_memory.cloud.hrana import HranaClient

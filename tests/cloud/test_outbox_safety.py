@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from evoclaw_memory import Memory
-from evoclaw_memory.cli import cli
+from evoclaw_memory.cli.main import cli
 from evoclaw_memory.cloud.engine import compact_outbox
 from evoclaw_memory.cloud.hrana import HranaClient
 from evoclaw_memory.cloud.remote import SqlRemote

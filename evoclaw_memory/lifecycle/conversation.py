@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from evoclaw_memory.memory import Memory
 
 # A quick consolidation (rescore, archive, promote lessons) runs at the end of a
 # conversation when the last one is older than this; the background service keeps the same
@@ -40,7 +40,7 @@ def quick_consolidation_due(mem: "Memory", now: Optional[float] = None,
 
 def last_consolidation(mem: "Memory", mode: str) -> Optional[float]:
     """When `mode` or a bigger mode (each includes the smaller ones) last ran, if ever."""
-    from .consolidate import MODES
+    from evoclaw_memory.lifecycle.consolidation import MODES
     stamps = mem.store.metrics()
     found = [stamps[f"last_consolidation.{m}"] for m in MODES[MODES.index(mode):]
              if f"last_consolidation.{m}" in stamps]
@@ -115,11 +115,11 @@ def push(mem: "Memory", remote=None) -> dict[str, Any]:
     """Push the outbox now: {'status': 'pushed'|'queued'|'failed', ...}; never loses work.
 
     DeviceRevoked propagates: the device has just wiped itself and must stop."""
-    from .errors import DeviceRevoked, EvoclawError, Unavailable
+    from evoclaw_memory.errors import DeviceRevoked, EvoclawError, Unavailable
     owned = remote is None
     try:
         if owned:
-            from .cloud.remote import open_remote
+            from evoclaw_memory.cloud.remote import open_remote
             remote = open_remote(mem.config.cloud_url, mem.config.cloud_token,
                                  Path(mem.config.home) / "cloud.db",
                                  timeout=PUSH_TIMEOUT, retries=PUSH_RETRIES)

@@ -16,11 +16,11 @@ from typing import Any, Iterable, Iterator, Optional
 
 import msgspec
 
-from . import migrate
-from .config import private_dir
-from .errors import StoreError
-from .models import Fact, HotState, Metadata, TreeNode
-from .text import fts_phrase, key_digest, normalized_key
+from evoclaw_memory.store import migrate
+from evoclaw_memory.config import private_dir
+from evoclaw_memory.errors import StoreError
+from evoclaw_memory.models import Fact, HotState, Metadata, TreeNode
+from evoclaw_memory.text import fts_phrase, key_digest, normalized_key
 
 _FACT_COLUMNS = ("id, text, category, importance, created_at, last_access, access_count, "
                  "metadata, source, tier, superseded_by")
@@ -694,7 +694,7 @@ class LocalStore:
         except msgspec.ValidationError:
             # One bad entry (an older release stored a NaN lesson as null) must not block
             # every command: keep what reads, drop the rest (the next save rewrites it).
-            from . import validate
+            from evoclaw_memory import validate
             return validate.decode_salvaging(row[0], HotState)[0]
 
     def save_hot(self, state: HotState, now: float) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from .cli import _config, _emit, _memory, _progress_bar, cli, common_options
+from evoclaw_memory.cli.main import _config, _emit, _memory, _progress_bar, cli, common_options
 
 # -- mcp -------------------------------------------------------------------------------------
 
@@ -30,7 +30,7 @@ def mcp_command(ctx: click.Context) -> None:
     sync, sync_status. Resources: evoclaw://memory/MEMORY.md, evoclaw://memory/tree,
     evoclaw://memory/tree.json. Logs go to stderr; stdout carries the protocol.
     """
-    from .mcp_server import serve_stdio
+    from evoclaw_memory.agent.mcp_server import serve_stdio
     serve_stdio(_config(ctx))
 
 
@@ -57,7 +57,7 @@ def serve_command(ctx: click.Context, heartbeat: float, quick_every: float, retr
     quick every 4 h, daily after local midnight, monthly after the 1st. One log line per
     action on stderr. SIGTERM / SIGINT stop it cleanly: queued work stays in the outbox.
     """
-    from .service import configure_logging, run_service
+    from evoclaw_memory.agent.service import configure_logging, run_service
     with _memory(ctx) as mem:
         configure_logging(mem.agent_id)
         status = run_service(mem, once=once, heartbeat=heartbeat, quick_every=quick_every,
@@ -85,10 +85,10 @@ def import_legacy_command(ctx: click.Context, workspace: str, from_agent: Option
     Reports what it took, what was already there, and what it refused (with a reason each).
     Safe to run again: nothing is imported twice.
     """
-    from .config import validate_agent_id
-    from .errors import ValidationError
-    from .legacy import find_agents, source_folder
-    from .memory import Memory
+    from evoclaw_memory.config import validate_agent_id
+    from evoclaw_memory.errors import ValidationError
+    from evoclaw_memory.agent.legacy import find_agents, source_folder
+    from evoclaw_memory.memory import Memory
     root = Path(workspace)
     if all_agents and from_agent:
         raise click.UsageError("use --all or --from-agent, not both")
@@ -112,7 +112,7 @@ def import_legacy_command(ctx: click.Context, workspace: str, from_agent: Option
         agent_config = config if target == config.agent_id else _config_for(ctx, target)
         with Memory.open(config=agent_config) as mem, \
                 _progress_bar(ctx, f"importing {target}") as bar:
-            from .legacy import import_legacy
+            from evoclaw_memory.agent.legacy import import_legacy
             reports.append(import_legacy(mem, folder, dry_run=dry_run, progress=bar.update))
 
     def human() -> None:
@@ -138,7 +138,7 @@ def import_legacy_command(ctx: click.Context, workspace: str, from_agent: Option
 
 
 def _config_for(ctx: click.Context, agent_id: str):
-    from .config import load_config
+    from evoclaw_memory.config import load_config
     st = ctx.obj
     return load_config(home=st.home, agent_id=agent_id,
                        config_path=Path(st.config_path) if st.config_path else None)
@@ -180,7 +180,7 @@ def doctor_database_failure(config: Any, exc: BaseException, check: Check) -> No
     """The failed `database` check when the memory cannot be opened, with the fix that fits:
     a read-only home is made writable (a restore would drop the unsynced changes in it), a
     damaged database of a folder that held memory is restored over (it is set aside)."""
-    from .store import DamagedStoreError, ReadOnlyStoreError
+    from evoclaw_memory.store.local import DamagedStoreError, ReadOnlyStoreError
     detail = str(exc) if str(config.db_path) in str(exc) else f"{config.db_path}: {exc}"
     if isinstance(exc, DamagedStoreError):
         # The message names its own way out; the fix column says it once more, shorter.
@@ -196,8 +196,8 @@ def doctor_database_failure(config: Any, exc: BaseException, check: Check) -> No
 
 def doctor_cloud_checks(config: Any, mem: Any, check: Check, timeout: float = 5.0) -> None:
     """Cloud reachability and auth, then encryption keys (one check each, with a fix)."""
-    from .cloud.remote import open_remote
-    from .errors import AuthError, ConfigError, EvoclawError, Unavailable
+    from evoclaw_memory.cloud.remote import open_remote
+    from evoclaw_memory.errors import AuthError, ConfigError, EvoclawError, Unavailable
     label = "embedded default file" if not config.cloud_url else _cloud_label(config.cloud_url)
     try:
         remote = open_remote(config.cloud_url, config.cloud_token,
@@ -230,7 +230,7 @@ def doctor_cloud_checks(config: Any, mem: Any, check: Check, timeout: float = 5.
 
 def _archive_check(mem: Any, remote: Any, check: Check) -> None:
     """Does the cloud still hold what it acknowledged (read-only: nothing is re-queued)?"""
-    from .errors import EvoclawError
+    from evoclaw_memory.errors import EvoclawError
     try:
         found = mem.verify_cloud(remote=remote, repair=False)
     except EvoclawError as exc:
@@ -246,8 +246,8 @@ def _archive_check(mem: Any, remote: Any, check: Check) -> None:
 
 
 def _key_check(config: Any, mem: Any, remote: Any, check: Check) -> None:
-    from .cloud import keys
-    from .errors import EvoclawError
+    from evoclaw_memory.cloud import keys
+    from evoclaw_memory.errors import EvoclawError
     try:
         local = keys.local_keyring(mem.store)
         record = remote.get_keyring(mem.agent_id)

@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import msgspec
 
-from . import hot as hot_rules
-from . import tree as tree_rules
-from .errors import LimitError, ValidationError
-from .limits import FACT_MAX_TEXT, TREE_MAX_DEPTH, TREE_MAX_DESCRIPTION
-from .models import Fact, Metadata
+from evoclaw_memory.tiers import hot as hot_rules
+from evoclaw_memory.tiers import tree as tree_rules
+from evoclaw_memory.errors import LimitError, ValidationError
+from evoclaw_memory.limits import FACT_MAX_TEXT, TREE_MAX_DEPTH, TREE_MAX_DESCRIPTION
+from evoclaw_memory.models import Fact, Metadata
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from evoclaw_memory.memory import Memory
 
 HOT_FILE = "hot-memory-state.json"
 WARM_FILE = "warm-memory.json"
@@ -348,8 +348,8 @@ def plan_fact(item: Any, now: float) -> Fact:
 
 
 def import_facts(mem: "Memory", data: Any, report: Report, progress: Optional[Progress]) -> None:
-    from .text import normalized_key
-    from .warm import belongs_in_cold
+    from evoclaw_memory.text import normalized_key
+    from evoclaw_memory.tiers.warm import belongs_in_cold
     name = WARM_FILE
     items = _fact_items(data)
     if items is None:
@@ -563,7 +563,7 @@ def plan_hot(data: Any, report: Report, now: float) -> list[tuple[str, str, Any]
 
 def import_hot(mem: "Memory", data: Any, report: Report) -> None:
     """Validate every update on a copy first (pure), then apply the accepted ones."""
-    from .memory import new_id
+    from evoclaw_memory.memory import new_id
     now = mem.clock()
     updates = plan_hot(data, report, now)
     state = mem.hot

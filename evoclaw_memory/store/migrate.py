@@ -11,8 +11,8 @@ import sqlite3
 import time
 from importlib import resources
 
-from .errors import StoreError
-from .text import key_digest
+from evoclaw_memory.errors import StoreError
+from evoclaw_memory.text import key_digest
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql\Z")
 

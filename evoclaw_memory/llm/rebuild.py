@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import msgspec
 
-from . import tree as tree_rules
-from .errors import EvoclawError, LimitError, ValidationError
-from .limits import (TREE_MAX_BYTES, TREE_MAX_CHILDREN, TREE_MAX_DESCRIPTION,
+from evoclaw_memory.tiers import tree as tree_rules
+from evoclaw_memory.errors import EvoclawError, LimitError, ValidationError
+from evoclaw_memory.limits import (TREE_MAX_BYTES, TREE_MAX_CHILDREN, TREE_MAX_DESCRIPTION,
                      TREE_MAX_NODES)
-from .llm_prompts import TreeOp, parse_rebuild, rebuild_messages, rebuild_schema
-from .models import TreeNode
+from evoclaw_memory.llm.prompts import TreeOp, parse_rebuild, rebuild_messages, rebuild_schema
+from evoclaw_memory.models import TreeNode
 
 if TYPE_CHECKING:
-    from .llm import LLMClient
-    from .memory import Memory
+    from evoclaw_memory.llm.client import LLMClient
+    from evoclaw_memory.memory import Memory
 
 REBUILD_MAX_TOKENS = 700
 

@@ -19,12 +19,12 @@ from typing import Any, Iterable, Literal, Optional
 
 import msgspec
 
-from . import validate
-from .errors import LLMError
-from .limits import (DISTILLED_FACT_MAX_CHARS, TREE_MAX_CHILDREN, TREE_MAX_DEPTH,
+from evoclaw_memory import validate
+from evoclaw_memory.errors import LLMError
+from evoclaw_memory.limits import (DISTILLED_FACT_MAX_CHARS, TREE_MAX_CHILDREN, TREE_MAX_DEPTH,
                      TREE_MAX_DESCRIPTION, TREE_MAX_NODES)
-from .models import PathChoice, TreeNode
-from .tree import subtree_counts
+from evoclaw_memory.models import PathChoice, TreeNode
+from evoclaw_memory.tiers.tree import subtree_counts
 
 NAV_MAX_PATHS = 5
 # The whole tree-search prompt must stay under ~1,000 tokens; the tree gets what the fixed

@@ -13,11 +13,11 @@ from typing import Optional
 
 import msgspec
 
-from .errors import EvoclawError, LLMError
-from .llm import LLMClient
-from .llm_prompts import (NAV_MAX_PATHS, navigation_messages, navigation_schema,
+from evoclaw_memory.errors import EvoclawError, LLMError
+from evoclaw_memory.llm.client import LLMClient
+from evoclaw_memory.llm.prompts import (NAV_MAX_PATHS, navigation_messages, navigation_schema,
                           parse_navigation, prompt_tokens)
-from .models import PathChoice, TreeNode
+from evoclaw_memory.models import PathChoice, TreeNode
 
 log = logging.getLogger(__name__)
 

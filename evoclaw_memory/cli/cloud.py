@@ -13,7 +13,7 @@ from typing import Optional
 
 import click
 
-from .cli import (_config, _emit, _fact_line, _memory, _progress_bar, _when, cli,
+from evoclaw_memory.cli.main import (_config, _emit, _fact_line, _memory, _progress_bar, _when, cli,
                   common_options)
 
 
@@ -27,7 +27,7 @@ def _ask_secret(prompt: str, confirm: bool = False) -> str:
 
 def _with_secret(action, *, recovery: bool):
     """Run `action(passphrase, recovery_key)`; on a terminal, ask once if a secret is needed."""
-    from .errors import CryptoError
+    from evoclaw_memory.errors import CryptoError
     try:
         return action(None, None)
     except CryptoError as exc:
@@ -50,7 +50,7 @@ def _with_secret(action, *, recovery: bool):
 @click.pass_context
 def sync(ctx: click.Context, status: bool, verify: bool) -> None:
     """Push queued changes (facts + critical state) and pull other devices' changes."""
-    from .errors import Unavailable
+    from evoclaw_memory.errors import Unavailable
     if status and verify:
         raise click.UsageError("use --status or --verify, not both")
     with _memory(ctx) as mem:
@@ -146,8 +146,8 @@ def restore(ctx: click.Context, full: bool, force: bool, discard_unsynced: bool,
     """Rebuild this device's memory (hot, tree, MEMORY.md, warm facts) from the cloud.
 
     Nothing local changes until the keys are unlocked and the cloud's memory is fetched."""
-    from .cloud.restore import unsynced_at_risk
-    from .memory import Memory
+    from evoclaw_memory.cloud.restore import unsynced_at_risk
+    from evoclaw_memory.memory import Memory
     config = _config(ctx)
     # --force is also the way out of a damaged database (it is set aside, never deleted).
     with Memory.open(config=config, recover_damaged=force) as mem:
@@ -195,7 +195,7 @@ def cold(ctx: click.Context, init_: bool, query: Optional[str], category: Option
         raise click.UsageError("use --init, or --query TEXT and/or --category PATH")
     with _memory(ctx) as mem:
         if init_:
-            from .cloud.remote import open_remote
+            from evoclaw_memory.cloud.remote import open_remote
             from pathlib import Path
             with open_remote(mem.config.cloud_url, mem.config.cloud_token,
                              Path(mem.config.home) / "cloud.db") as remote:
@@ -249,7 +249,7 @@ def devices_list(ctx: click.Context) -> None:
 @click.pass_context
 def devices_revoke(ctx: click.Context, device_id: str) -> None:
     """Revoke a device: it wipes its local memory at its next sync and can push nothing."""
-    from .errors import NotFoundError
+    from evoclaw_memory.errors import NotFoundError
     with _memory(ctx) as mem:
         if not mem.revoke_device(device_id):
             raise NotFoundError(f"no active device {device_id!r} for agent {mem.agent_id}")
@@ -268,7 +268,7 @@ def _new_passphrase() -> str:
     if value:
         return value
     if not _interactive():
-        from .errors import CryptoError
+        from evoclaw_memory.errors import CryptoError
         raise CryptoError("no passphrase: set EVOCLAW_PASSPHRASE (or run on a terminal to be "
                           "asked); never pass it as a flag")
     return _ask_secret("New passphrase", confirm=True)
@@ -306,7 +306,7 @@ def key_change_passphrase(ctx: click.Context) -> None:
     new = os.environ.get("EVOCLAW_NEW_PASSPHRASE") or (
         _ask_secret("New passphrase", confirm=True) if _interactive() else None)
     if not current or not new:
-        from .errors import CryptoError
+        from evoclaw_memory.errors import CryptoError
         raise CryptoError("set EVOCLAW_PASSPHRASE (current) and EVOCLAW_NEW_PASSPHRASE, or run "
                           "on a terminal to be asked")
     with _memory(ctx) as mem:

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 import msgspec
 
-from .errors import ConfigError, EvoclawError
+from evoclaw_memory.errors import ConfigError, EvoclawError
 
 if TYPE_CHECKING:
-    from .config import Config
-    from .memory import Memory
+    from evoclaw_memory.config import Config
+    from evoclaw_memory.memory import Memory
 
 SERVER_NAME = "evoclaw-memory"
 MEMORY_MD_URI = "evoclaw://memory/MEMORY.md"
@@ -128,13 +128,13 @@ def build_server(mem: "Memory"):
     def end_conversation(messages: Optional[list[dict[str, str]]] = None,
                          text: Optional[str] = None) -> dict[str, Any]:
         if (messages is None) == (text is None):
-            from .errors import ValidationError
+            from evoclaw_memory.errors import ValidationError
             raise ValidationError("give either `messages` or `text`")
         if messages is not None:
             bad = [i for i, m in enumerate(messages)
                    if not isinstance(m, dict) or not isinstance(m.get("content"), str)]
             if bad:
-                from .errors import ValidationError
+                from evoclaw_memory.errors import ValidationError
                 raise ValidationError(f"message {bad[0]} has no text `content`")
         report = mem.end_conversation(messages if messages is not None else text)
         report["added"] = [{"id": f.id, "text": f.text, "category": f.category}
@@ -163,7 +163,7 @@ def build_server(mem: "Memory"):
                              "changes. Offline, the work stays queued (status 'queued').")
     @guarded
     def sync() -> dict[str, Any]:
-        from .lifecycle import push
+        from evoclaw_memory.lifecycle.conversation import push
         return plain(push(mem))
 
     @server.tool(description="Outbox depth, last push and remote version, without the network.")
@@ -195,6 +195,6 @@ def build_server(mem: "Memory"):
 def serve_stdio(config: "Config") -> None:
     """Run the MCP server on stdin/stdout until the client closes the connection."""
     _sdk()                                  # a clear error before anything is opened
-    from .memory import Memory
+    from evoclaw_memory.memory import Memory
     with Memory.open(config=config) as mem:
         build_server(mem).run("stdio")

@@ -27,14 +27,14 @@ import time
 import weakref
 from typing import Optional, Protocol
 
-from .errors import EvoclawError
-from .limits import TIER_HOT
-from .models import PathChoice, RetrievalResult, TreeNode
-from .scoring import score
-from .store import LocalStore, fact_from_row
-from .text import (STEMMED_STOPWORDS, category_tokens, fts_match_expression, fts_phrase,
+from evoclaw_memory.errors import EvoclawError
+from evoclaw_memory.limits import TIER_HOT
+from evoclaw_memory.models import PathChoice, RetrievalResult, TreeNode
+from evoclaw_memory.tiers.scoring import score
+from evoclaw_memory.store.local import LocalStore, fact_from_row
+from evoclaw_memory.text import (STEMMED_STOPWORDS, category_tokens, fts_match_expression, fts_phrase,
                    is_cjk, query_terms, tokens)
-from .tree import subtree_counts
+from evoclaw_memory.tiers.tree import subtree_counts
 
 DEFAULT_MIN_RELEVANCE = 0.1   # IDF-weighted share of the query's words a result must hold
 RANK_BUDGET = 1_000           # rows the index may bm25-rank in one query (bounds latency)

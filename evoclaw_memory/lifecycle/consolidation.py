@@ -14,14 +14,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from . import hot as hot_rules
-from .errors import ValidationError
-from .limits import TIER_COLD, TIER_HOT
-from .scoring import age_days, score
-from .warm import eviction_plan
+from evoclaw_memory.tiers import hot as hot_rules
+from evoclaw_memory.errors import ValidationError
+from evoclaw_memory.limits import TIER_COLD, TIER_HOT
+from evoclaw_memory.tiers.scoring import age_days, score
+from evoclaw_memory.tiers.warm import eviction_plan
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from evoclaw_memory.memory import Memory
 
 MODES = ("quick", "daily", "monthly", "full")
 
@@ -57,7 +57,7 @@ def run_consolidation(mem: "Memory", mode: str, dry_run: bool = False,
         if level < 2:
             raise ValidationError("a dry run shows the tree-rebuild plan of the monthly and "
                                   "full modes; use --mode monthly or --mode full")
-        from .tree_rebuild import rebuild_tree
+        from evoclaw_memory.llm.rebuild import rebuild_tree
         report.update(dry_run=True, tree_rebuild=rebuild_tree(mem, dry_run=True))
         report["seconds"] = round(time.perf_counter() - started, 4)
         return report
@@ -71,7 +71,7 @@ def run_consolidation(mem: "Memory", mode: str, dry_run: bool = False,
         report["tree_pruned"] = mem.tree_prune()
         report["cloud_verify"] = verify_cloud(mem)
     if level >= 2:
-        from .tree_rebuild import rebuild_tree
+        from evoclaw_memory.llm.rebuild import rebuild_tree
         step("rebuilding the tree")
         report["tree_rebuild"] = rebuild_tree(mem)
         step("recounting")
@@ -98,8 +98,8 @@ def verify_cloud(mem: "Memory") -> dict[str, Any]:
     """Daily: does the cloud still hold what it acknowledged? What it lost is re-queued for
     the next sync. Skipped on a device that never pushed; a cloud out of reach is reported,
     never a failed consolidation."""
-    from .cloud.engine import KV_LAST_PUSH
-    from .errors import EvoclawError
+    from evoclaw_memory.cloud.engine import KV_LAST_PUSH
+    from evoclaw_memory.errors import EvoclawError
     if not mem.store.get_setting(KV_LAST_PUSH):
         return {"skipped": "this device has never pushed"}
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .limits import TIER_COLD, TIER_HOT, TIER_WARM
+from evoclaw_memory.limits import TIER_COLD, TIER_HOT, TIER_WARM
 
 SECONDS_PER_DAY = 86_400.0
 

@@ -21,16 +21,16 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from .errors import DeviceRevoked
+from evoclaw_memory.errors import DeviceRevoked
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from evoclaw_memory.memory import Memory
 
 HEARTBEAT = 60.0
 QUICK_EVERY = 4 * 3600.0
 RETRY_MIN = 5.0
 MIN_WAIT = 0.05
-log = logging.getLogger("evoclaw_memory.service")
+log = logging.getLogger("evoclaw_memory.agent.service")
 
 
 def local_date(ts: float) -> dt.date:
@@ -70,7 +70,7 @@ class Service:
                  retry_min: float = RETRY_MIN, clock: Callable[[], float] = time.time,
                  logger: logging.Logger = log):
         if heartbeat <= 0 or quick_every <= 0 or retry_min <= 0:
-            from .errors import ValidationError
+            from evoclaw_memory.errors import ValidationError
             raise ValidationError("heartbeat, quick interval and retry delay must be positive")
         self.mem = mem
         self.heartbeat = float(heartbeat)
@@ -92,7 +92,7 @@ class Service:
     # -- one round ---------------------------------------------------------------------------
 
     def last_runs(self) -> dict[str, Optional[float]]:
-        from .lifecycle import last_consolidation
+        from evoclaw_memory.lifecycle.conversation import last_consolidation
         runs = {}
         for mode in ("quick", "daily", "monthly"):
             # A failed mode waits for its next slot; the smaller modes still run on theirs.
@@ -128,7 +128,7 @@ class Service:
 
     def sync(self) -> bool:
         """Push and pull once; schedules the next try (heartbeat, or backoff when offline)."""
-        from .lifecycle import push
+        from evoclaw_memory.lifecycle.conversation import push
         result = push(self.mem)                 # DeviceRevoked propagates
         now = self.clock()
         if result["status"] == "pushed":
@@ -168,7 +168,7 @@ class Service:
 
     def run(self, once: bool = False) -> int:
         """Loop until stop() (or one round with `once`); returns the exit status."""
-        from .lifecycle import last_consolidation
+        from evoclaw_memory.lifecycle.conversation import last_consolidation
         mem = self.mem
         self._say(f"started: agent {mem.agent_id}, cloud {_cloud_label(mem)}, heartbeat "
                   f"{self.heartbeat:g} s, quick consolidation every {self.quick_every:g} s"

@@ -13,9 +13,9 @@ from typing import Iterator, NamedTuple
 
 import msgspec
 
-from evoclaw_memory.distill import Block, facts_from_blocks
+from evoclaw_memory.distill.rules import Block, facts_from_blocks
 from evoclaw_memory.limits import DISTILLED_FACT_MAX_CHARS
-from evoclaw_memory.metadata import extract_metadata, looks_like_command, merge_metadata
+from evoclaw_memory.distill.metadata import extract_metadata, looks_like_command, merge_metadata
 from evoclaw_memory.models import FactDraft, Metadata
 
 NOTE_SOURCE = "daily-note"

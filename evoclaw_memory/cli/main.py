@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import click
 
-from .errors import EvoclawError
+from evoclaw_memory.errors import EvoclawError
 
 EXIT_INTERNAL = 70          # EX_SOFTWARE
 EXIT_INTERRUPTED = 130
@@ -48,7 +48,7 @@ def _one_line(text: object) -> str:
 
 
 def _fail(message: str, code: int) -> "click.exceptions.Exit":
-    from .validate import printable
+    from evoclaw_memory.validate import printable
     click.echo(f"error: {printable(_one_line(message))}", err=True)
     return click.exceptions.Exit(code)
 
@@ -63,7 +63,7 @@ def _translate(exc: BaseException) -> "click.exceptions.Exit":
     import sqlite3
     if isinstance(exc, sqlite3.DatabaseError):
         # The library wraps what it expects; anything else means a damaged database.
-        from .errors import StoreError
+        from evoclaw_memory.errors import StoreError
         return _fail(f"database error: {exc}; run `evoclaw-memory doctor`", StoreError.exit_code)
     return _fail(f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)
 
@@ -136,7 +136,7 @@ def common_options(f: Callable) -> Callable:
 
 
 def _config(ctx: click.Context):
-    from .config import load_config
+    from evoclaw_memory.config import load_config
     st = _state(ctx)
     return load_config(home=st.home, agent_id=st.agent_id,
                        config_path=Path(st.config_path) if st.config_path else None)
@@ -144,7 +144,7 @@ def _config(ctx: click.Context):
 
 @contextlib.contextmanager
 def _memory(ctx: click.Context) -> Iterator[Any]:
-    from .memory import Memory
+    from evoclaw_memory.memory import Memory
     config = _config(ctx)
     with Memory.open(agent_id=config.agent_id, home=config.home, config=config) as mem:
         yield mem
@@ -153,7 +153,7 @@ def _memory(ctx: click.Context) -> Iterator[Any]:
 @contextlib.contextmanager
 def _progress_bar(ctx: click.Context, label: str) -> Iterator[Any]:
     """A progress bar on stderr for long work: drawn on a terminal only, never with --json."""
-    from .cli_agent import ProgressBar
+    from evoclaw_memory.cli.agent import ProgressBar
     bar = ProgressBar(enabled=sys.stderr.isatty() and not _state(ctx).json, label=label)
     try:
         yield bar
@@ -187,7 +187,7 @@ class _Printable:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        from .validate import printable
+        from evoclaw_memory.validate import printable
         return self._stream.write(printable(text))
 
     def __getattr__(self, name: str) -> Any:
@@ -239,7 +239,7 @@ def _read_file(path: str) -> str:
         with open(path, "rb") as handle:
             data = handle.read(_READ_LIMIT)
     except OSError as exc:
-        from .errors import ValidationError
+        from evoclaw_memory.errors import ValidationError
         raise ValidationError(f"cannot read {path}: {exc.strerror}") from exc
     return data.decode("utf-8", errors="replace")
 
@@ -431,8 +431,8 @@ def search_url(ctx: click.Context, fragment: str, limit: int) -> None:
 
 def _conversation(raw: str) -> Any:
     """A JSON list of {role, content} messages (or {"messages": [...]}), else plain text."""
-    from .errors import NestingError, ValidationError
-    from .validate import loads_json, text
+    from evoclaw_memory.errors import NestingError, ValidationError
+    from evoclaw_memory.validate import loads_json, text
     stripped = text("conversation", raw).strip()
     if not stripped or stripped[0] not in "[{":
         return raw
@@ -475,10 +475,10 @@ def distill(ctx: click.Context, text: Optional[str], file_: Optional[str], store
         raise click.UsageError("give either --text or --file, not both")
     raw = text if text is not None else _read_file(file_ or "-")
     if not raw.strip():
-        from .errors import ValidationError
+        from evoclaw_memory.errors import ValidationError
         raise ValidationError("nothing to distill: the conversation is empty")
     if llm:
-        from .errors import ConfigError
+        from evoclaw_memory.errors import ConfigError
         config = _config(ctx)
         if not config.llm_base_url:
             raise ConfigError("no LLM configured: set EVOCLAW_LLM_BASE_URL and EVOCLAW_LLM_MODEL "
@@ -675,7 +675,7 @@ def validate(ctx: click.Context, file: str) -> None:
 
     Exit status 0 when clean, 1 when there are warnings.
     """
-    from .notes import validate_note
+    from evoclaw_memory.distill.notes import validate_note
     warnings = list(validate_note(_read_file(file)))
     rows = [{"line": _warning_field(w, "line", 0), "kind": _warning_field(w, "kind", 1),
              "message": _warning_field(w, "message", 2),
@@ -703,11 +703,11 @@ def extract_metadata_cmd(ctx: click.Context, text: Optional[str], file_: Optiona
         raise click.UsageError("give either TEXT or --file, not both")
     if text is None or text == "-":
         text = _read_file(file_ or "-")
-    from .errors import ValidationError
-    from .limits import INPUT_MAX_BYTES
+    from evoclaw_memory.errors import ValidationError
+    from evoclaw_memory.limits import INPUT_MAX_BYTES
     if len(text.encode()) > INPUT_MAX_BYTES:
         raise ValidationError(f"text is over {INPUT_MAX_BYTES} bytes")
-    from .metadata import extract_metadata
+    from evoclaw_memory.distill.metadata import extract_metadata
     found = extract_metadata(text)
     data = {"urls": list(found.urls), "commands": list(found.commands),
             "paths": list(found.paths)}
@@ -775,17 +775,17 @@ def consolidate(ctx: click.Context, mode: str, dry_run: bool) -> None:
 @click.pass_context
 def metrics(ctx: click.Context, report: bool) -> None:
     """Counters, last-run times and the live size of every tier."""
-    from .limits import HOT_MAX_BYTES, TREE_MAX_BYTES, TREE_MAX_NODES
+    from evoclaw_memory.limits import HOT_MAX_BYTES, TREE_MAX_BYTES, TREE_MAX_NODES
     with _memory(ctx) as mem:
         data = mem.metrics()
         warm_cap = mem.config.warm_max_bytes
         if report:
-            from .cli_agent import tier_usage
+            from evoclaw_memory.cli.agent import tier_usage
             data["usage"] = tier_usage(mem)
     caps = {"hot_bytes": HOT_MAX_BYTES, "memory_md_bytes": HOT_MAX_BYTES,
             "warm_bytes": warm_cap, "tree_nodes": TREE_MAX_NODES, "tree_bytes": TREE_MAX_BYTES}
     if report:
-        from .cli_agent import render_report
+        from evoclaw_memory.cli.agent import render_report
         data["caps"] = caps
         _emit(ctx, data, lambda: click.echo(render_report(data, caps, data["usage"])))
         return
@@ -879,12 +879,12 @@ def doctor(ctx: click.Context, skip_network: bool) -> None:
             check("config", False, str(exc), "fix config.toml, the environment or the flags")
             return
         check("config", True, f"agent {config.agent_id}, home {config.home}")
-        from .limits import HOT_MAX_BYTES, TREE_MAX_BYTES, TREE_MAX_NODES
-        from .memory import Memory
+        from evoclaw_memory.limits import HOT_MAX_BYTES, TREE_MAX_BYTES, TREE_MAX_NODES
+        from evoclaw_memory.memory import Memory
         try:
             mem = Memory.open(config=config)
         except Exception as exc:    # noqa: BLE001 - doctor reports, never crashes
-            from .cli_agent import doctor_database_failure
+            from evoclaw_memory.cli.agent import doctor_database_failure
             doctor_database_failure(config, exc, check)
             return
         with mem:
@@ -931,7 +931,7 @@ def doctor(ctx: click.Context, skip_network: bool) -> None:
                 check(key, sizes[key] <= cap, f"{sizes[key]}/{cap}", f"run `{fix}`")
             check("outbox", True, f"{sizes['outbox_depth']} change(s) waiting for sync")
             _rejected_check(mem, check)
-            from .cli_agent import doctor_cloud_checks, doctor_llm_check
+            from evoclaw_memory.cli.agent import doctor_cloud_checks, doctor_llm_check
             if not skip_network:
                 try:
                     doctor_cloud_checks(config, mem, check)
@@ -968,7 +968,7 @@ def _rejected_check(mem, check) -> None:
 def _writable(path: Path) -> bool:
     """True when `path` can be (re)written: its folder takes a new file, the file is writable."""
     import tempfile
-    from .config import private_dir
+    from evoclaw_memory.config import private_dir
     try:
         private_dir(path.parent)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".doctor."):
@@ -980,8 +980,8 @@ def _writable(path: Path) -> bool:
 
 # -- entry point -----------------------------------------------------------------------------
 
-from . import cli_cloud  # noqa: E402,F401  (registers sync, restore, cold, devices, key)
-from . import cli_agent  # noqa: E402,F401  (registers mcp, serve, import-legacy)
+from evoclaw_memory.cli import cloud as cli_cloud  # noqa: E402,F401  (registers sync, restore, cold, devices, key)
+from evoclaw_memory.cli import agent as cli_agent  # noqa: E402,F401  (registers mcp, serve, import-legacy)
 
 
 def main(argv: Optional[list[str]] = None) -> None:

@@ -9,9 +9,9 @@ from typing import Iterable
 
 import msgspec
 
-from .limits import TIER_WARM
-from .models import Metadata
-from .scoring import age_days, score
+from evoclaw_memory.limits import TIER_WARM
+from evoclaw_memory.models import Metadata
+from evoclaw_memory.tiers.scoring import age_days, score
 
 _encoder = msgspec.json.Encoder()
 

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional, Sequence, Union
 
-from . import tree as tree_rules
-from .distill import (choose_category, clean_sentence, shorten, slug, split_sentences,
+from evoclaw_memory.tiers import tree as tree_rules
+from evoclaw_memory.distill.rules import (choose_category, clean_sentence, shorten, slug, split_sentences,
                       truncate_utf8)
-from .errors import LLMError, ValidationError
-from .limits import CORE_SUMMARY_MAX_BYTES, DISTILLED_FACT_MAX_CHARS, TREE_MAX_DEPTH
-from .llm import LLMClient
-from .llm_prompts import (DistillAnswer, FactOut, HotOut, RelatedFact, distill_messages,
+from evoclaw_memory.errors import LLMError, ValidationError
+from evoclaw_memory.limits import CORE_SUMMARY_MAX_BYTES, DISTILLED_FACT_MAX_CHARS, TREE_MAX_DEPTH
+from evoclaw_memory.llm.client import LLMClient
+from evoclaw_memory.llm.prompts import (DistillAnswer, FactOut, HotOut, RelatedFact, distill_messages,
                           distill_schema, parse_distillation)
-from .metadata import extract_metadata, merge_metadata
-from .models import Fact, FactDraft, HotState, Metadata, TreeNode
-from .text import fts_match_expression, normalized_key, query_terms, tokens
+from evoclaw_memory.distill.metadata import extract_metadata, merge_metadata
+from evoclaw_memory.models import Fact, FactDraft, HotState, Metadata, TreeNode
+from evoclaw_memory.text import fts_match_expression, normalized_key, query_terms, tokens
 
 SOURCE = "distill-llm"
 RELATED_MAX = 6

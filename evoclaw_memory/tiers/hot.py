@@ -12,11 +12,11 @@ from typing import Any, Callable
 
 import msgspec
 
-from . import validate
-from .errors import ValidationError
-from .limits import (HOT_MAX_BYTES, HOT_MAX_EVENTS, HOT_MAX_LESSONS, HOT_MAX_PENDING_TASKS,
+from evoclaw_memory import validate
+from evoclaw_memory.errors import ValidationError
+from evoclaw_memory.limits import (HOT_MAX_BYTES, HOT_MAX_EVENTS, HOT_MAX_LESSONS, HOT_MAX_PENDING_TASKS,
                      HOT_MAX_PROJECTS)
-from .models import Event, HotState, Identity, Lesson, Project, Task
+from evoclaw_memory.models import Event, HotState, Identity, Lesson, Project, Task
 
 UPDATE_KEYS = ("identity", "owner_profile", "lesson", "event", "task", "project", "complete_task")
 ENTRY_TEXT_MAX = 300          # one lesson, event, task or project description

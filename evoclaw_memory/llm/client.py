@@ -24,7 +24,7 @@ import httpx
 import msgspec
 import tenacity
 
-from .errors import ConfigError, LLMError
+from evoclaw_memory.errors import ConfigError, LLMError
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from collections import Counter
 from typing import Any, Iterable, Iterator, NamedTuple, Sequence, Union
 
 from evoclaw_memory.limits import CORE_SUMMARY_MAX_BYTES, DISTILLED_FACT_MAX_CHARS
-from evoclaw_memory.metadata import locate_metadata, merge_metadata, metadata_from_items, words_regex
+from evoclaw_memory.distill.metadata import locate_metadata, merge_metadata, metadata_from_items, words_regex
 from evoclaw_memory.models import Distilled, FactDraft, Metadata
 
 Messages = Union[str, Sequence[Any]]

@@ -1,0 +1,6 @@
+"""The `evoclaw-memory` command line: one module per command group over one shared helper
+module (`common`); `main` is the console entry point (`evoclaw_memory.cli:main`)."""
+
+from evoclaw_memory.cli.main import main
+
+__all__ = ["main"]
