@@ -14,7 +14,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from evoclaw_memory.cli.main import _translate, cli
+from evoclaw_memory.cli.common import translate as _translate
+from evoclaw_memory.cli.main import cli
 
 SECRET_TOKEN = "tok-SECRET-4f9c2e7d1a"
 SECRET_KEY = "sk-SECRET-llm-8b3e0c"

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from evoclaw_memory import Memory
 from evoclaw_memory.cli.main import cli
-from evoclaw_memory.cli.agent import ProgressBar
+from evoclaw_memory.cli.common import ProgressBar
 
 SECRET_TOKEN = "tok-SECRET-77f1c2"
 SECRET_KEY = "sk-SECRET-9e8d7c"

@@ -1,8 +1,8 @@
 """Cloud commands of `evoclaw-memory`: sync, restore, cold, devices, key.
 
-Registered on the main group by cli.py; same conventions (thin skin over Memory, lazy
-imports, one-line errors, --json). Secrets never come from flags (they would land in shell
-history): EVOCLAW_PASSPHRASE / EVOCLAW_RECOVERY_KEY, or a hidden prompt on a terminal.
+Same conventions as every command module (thin skin over Memory, lazy imports, one-line
+errors, --json). Secrets never come from flags (they would land in shell history):
+EVOCLAW_PASSPHRASE / EVOCLAW_RECOVERY_KEY, or a hidden prompt on a terminal.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Optional
 
 import click
 
-from evoclaw_memory.cli.main import (_config, _emit, _fact_line, _memory, _progress_bar, _when, cli,
-                  common_options)
+from evoclaw_memory.cli.common import (command_config, common_options, emit, fact_line,
+                                       format_time, open_memory, progress_bar)
 
 
 def _interactive() -> bool:
@@ -41,7 +41,7 @@ def _with_secret(action, *, recovery: bool):
 
 # -- sync ------------------------------------------------------------------------------------
 
-@cli.command()
+@click.command()
 @click.option("--status", is_flag=True, help="Show outbox depth, last push, remote version and "
               "entries set aside, without contacting the cloud.")
 @click.option("--verify", is_flag=True, help="Check that the cloud still holds everything it "
@@ -53,10 +53,10 @@ def sync(ctx: click.Context, status: bool, verify: bool) -> None:
     from evoclaw_memory.errors import Unavailable
     if status and verify:
         raise click.UsageError("use --status or --verify, not both")
-    with _memory(ctx) as mem:
+    with open_memory(ctx) as mem:
         if status:
             info = mem.sync_status()
-            _emit(ctx, info, lambda: _echo_status(info))
+            emit(ctx, info, lambda: _echo_status(info))
             return
         found = mem.verify_cloud() if verify else None
         try:
@@ -67,7 +67,7 @@ def sync(ctx: click.Context, status: bool, verify: bool) -> None:
         if found is not None:
             _emit_verify(ctx, found, report, mem.store.outbox_depth())
             return
-    _emit(ctx, report, lambda: click.echo(
+    emit(ctx, report, lambda: click.echo(
         f"pushed {report.pushed_facts} fact(s)"
         f"{' + critical state' if report.state_pushed else ''}, pulled {report.pulled_facts} "
         f"fact(s){', merged with another device' if report.merged else ''}; remote version "
@@ -77,12 +77,13 @@ def sync(ctx: click.Context, status: bool, verify: bool) -> None:
 
 
 def _echo_status(info: dict) -> None:
-    click.echo(f"outbox: {info['outbox_depth']} queued · last push: {_when(info['last_push'])} · "
+    click.echo(f"outbox: {info['outbox_depth']} queued · "
+               f"last push: {format_time(info['last_push'])} · "
                f"remote version: {info['remote_version']} · device: {info['device_id']}"
                + _reseal_note(info["reseal"]))
     for entry in info["rejected"]:
-        click.echo(f"set aside: {entry['kind']} {entry['ref']} ({_when(entry['rejected_at'])}): "
-                   f"{entry['reason']}")
+        click.echo(f"set aside: {entry['kind']} {entry['ref']} "
+                   f"({format_time(entry['rejected_at'])}): {entry['reason']}")
 
 
 def _emit_verify(ctx: click.Context, found, report, depth: int) -> None:
@@ -94,7 +95,7 @@ def _emit_verify(ctx: click.Context, found, report, depth: int) -> None:
     lost = (f"the cloud had lost {found.missing} fact(s)"
             f"{' and the critical state' if found.state_missing else ''}; re-pushed"
             if found.requeued else "the cloud holds everything this device acknowledged")
-    _emit(ctx, data, lambda: click.echo(
+    emit(ctx, data, lambda: click.echo(
         f"verified {found.buckets} day(s) of facts: {lost}"
         + ("" if depth == 0 else f"; {depth} change(s) still queued")))
 
@@ -108,7 +109,7 @@ def _reseal_note(reseal: dict) -> str:
                 f"{reseal['remaining']} left{bad}): run sync")
     if reseal["finished_at"]:
         return (f" · re-seal: complete ({reseal['resealed']} row(s) at "
-                f"{_when(reseal['finished_at'])}{bad})")
+                f"{format_time(reseal['finished_at'])}{bad})")
     return ""
 
 
@@ -122,7 +123,7 @@ def _sync_with(mem, passphrase, recovery_key):
     return mem.sync()
 
 
-@cli.command("sync-critical", hidden=True)
+@click.command("sync-critical", hidden=True)
 @click.pass_context
 def sync_critical(ctx: click.Context) -> None:
     """The original skill's name for `sync`."""
@@ -131,7 +132,7 @@ def sync_critical(ctx: click.Context) -> None:
 
 # -- restore ---------------------------------------------------------------------------------
 
-@cli.command()
+@click.command()
 @click.option("--full", is_flag=True, help="Also mirror the whole cold archive (resumable).")
 @click.option("--force", is_flag=True, help="Replace a non-empty (or damaged) local memory.")
 @click.option("--discard-unsynced", is_flag=True,
@@ -148,7 +149,7 @@ def restore(ctx: click.Context, full: bool, force: bool, discard_unsynced: bool,
     Nothing local changes until the keys are unlocked and the cloud's memory is fetched."""
     from evoclaw_memory.cloud.restore import unsynced_at_risk
     from evoclaw_memory.memory import Memory
-    config = _config(ctx)
+    config = command_config(ctx)
     # --force is also the way out of a damaged database (it is set aside, never deleted).
     with Memory.open(config=config, recover_damaged=force) as mem:
         at_risk = unsynced_at_risk(mem.store)
@@ -160,14 +161,14 @@ def restore(ctx: click.Context, full: bool, force: bool, discard_unsynced: bool,
             if use_recovery and not recovery_key:
                 recovery_key = os.environ.get("EVOCLAW_RECOVERY_KEY") or (
                     _ask_secret("Recovery key") if _interactive() else None)
-            with _progress_bar(ctx, "restoring") as bar:
+            with progress_bar(ctx, "restoring") as bar:
                 return mem.restore(full=full, force=force, discard_unsynced=discard_unsynced,
                                    progress=bar.update, passphrase=passphrase,
                                    recovery_key=recovery_key)
 
         report = _with_secret(run, recovery=use_recovery)
         rejected = list(getattr(report, "rejected", []) or [])
-    _emit(ctx, report, lambda: click.echo(
+    emit(ctx, report, lambda: click.echo(
         f"restored agent {report.agent_id}: remote version {report.remote_version}, "
         f"{report.warm_facts} warm fact(s), {report.archive_facts} in the archive"
         f"{f', {report.mirrored_facts} mirrored' if full else ''} in {report.seconds:.2f} s"
@@ -180,7 +181,7 @@ def restore(ctx: click.Context, full: bool, force: bool, discard_unsynced: bool,
 
 # -- cold ------------------------------------------------------------------------------------
 
-@cli.command()
+@click.command()
 @click.option("--init", "init_", is_flag=True, help="Create or migrate the cloud tables.")
 @click.option("--query", "query", default=None, metavar="TEXT",
               help="Archive facts containing TEXT (newest first).")
@@ -193,7 +194,7 @@ def cold(ctx: click.Context, init_: bool, query: Optional[str], category: Option
     """The cold archive in the cloud: --init its schema, --query it."""
     if not init_ and query is None and category is None:
         raise click.UsageError("use --init, or --query TEXT and/or --category PATH")
-    with _memory(ctx) as mem:
+    with open_memory(ctx) as mem:
         if init_:
             from evoclaw_memory.cloud.remote import open_remote
             from pathlib import Path
@@ -201,12 +202,12 @@ def cold(ctx: click.Context, init_: bool, query: Optional[str], category: Option
                              Path(mem.config.home) / "cloud.db") as remote:
                 version = remote.ensure_schema()
                 label = remote.label
-            _emit(ctx, {"schema_version": version, "cloud": label},
+            emit(ctx, {"schema_version": version, "cloud": label},
                   lambda: click.echo(f"cloud schema at version {version} ({label})"))
             return
         facts = _with_secret(lambda p, r: _cold_query(mem, query, category, limit, p, r),
                              recovery=False)
-    _emit(ctx, facts, lambda: click.echo("\n".join(_fact_line(f) for f in facts)
+    emit(ctx, facts, lambda: click.echo("\n".join(fact_line(f) for f in facts)
                                          or "(nothing found)"))
 
 
@@ -219,7 +220,7 @@ def _cold_query(mem, text, category, limit, passphrase, recovery_key):
 
 # -- devices ---------------------------------------------------------------------------------
 
-@cli.group("devices")
+@click.group("devices")
 def devices_group() -> None:
     """Devices serving this agent: list them, revoke a lost or stolen one."""
 
@@ -229,7 +230,7 @@ def devices_group() -> None:
 @click.pass_context
 def devices_list(ctx: click.Context) -> None:
     """List registered devices (this one is marked with *)."""
-    with _memory(ctx) as mem:
+    with open_memory(ctx) as mem:
         rows = mem.devices()
         me = mem.sync_status()["device_id"]
 
@@ -238,9 +239,10 @@ def devices_list(ctx: click.Context) -> None:
             click.echo("(no device has synced yet)")
         for d in rows:
             mark = "*" if d.device_id == me else " "
-            state = f"REVOKED {_when(d.revoked_at)}" if d.revoked_at else f"last seen {_when(d.last_seen)}"
+            state = (f"REVOKED {format_time(d.revoked_at)}" if d.revoked_at
+                     else f"last seen {format_time(d.last_seen)}")
             click.echo(f"{mark} {d.device_id}  {d.name or '-'}  {state}")
-    _emit(ctx, rows, human)
+    emit(ctx, rows, human)
 
 
 @devices_group.command("revoke")
@@ -250,15 +252,15 @@ def devices_list(ctx: click.Context) -> None:
 def devices_revoke(ctx: click.Context, device_id: str) -> None:
     """Revoke a device: it wipes its local memory at its next sync and can push nothing."""
     from evoclaw_memory.errors import NotFoundError
-    with _memory(ctx) as mem:
+    with open_memory(ctx) as mem:
         if not mem.revoke_device(device_id):
             raise NotFoundError(f"no active device {device_id!r} for agent {mem.agent_id}")
-    _emit(ctx, {"revoked": device_id}, lambda: click.echo(f"revoked {device_id}"))
+    emit(ctx, {"revoked": device_id}, lambda: click.echo(f"revoked {device_id}"))
 
 
 # -- keys ------------------------------------------------------------------------------------
 
-@cli.group("key")
+@click.group("key")
 def key_group() -> None:
     """End-to-end encryption keys: init, change-passphrase, rotate."""
 
@@ -279,8 +281,8 @@ def _new_passphrase() -> str:
 @click.pass_context
 def key_init(ctx: click.Context) -> None:
     """Set up end-to-end encryption; prints the recovery key ONCE (write it down)."""
-    with _memory(ctx) as mem:
-        with _progress_bar(ctx, "re-sealing") as bar:
+    with open_memory(ctx) as mem:
+        with progress_bar(ctx, "re-sealing") as bar:
             recovery = mem.init_encryption(_new_passphrase(), progress=bar.update)
         reseal = mem.sync_status()["reseal"]
 
@@ -293,7 +295,7 @@ def key_init(ctx: click.Context) -> None:
             click.echo("End-to-end encryption was already set up for this agent; this device "
                        "now holds its keys (the recovery key was shown where it was set up).")
         click.echo("cloud archive" + _reseal_note(reseal).replace(" · ", " ", 1))
-    _emit(ctx, {"recovery_key": recovery, "reseal": reseal}, human)
+    emit(ctx, {"recovery_key": recovery, "reseal": reseal}, human)
 
 
 @key_group.command("change-passphrase")
@@ -309,9 +311,9 @@ def key_change_passphrase(ctx: click.Context) -> None:
         from evoclaw_memory.errors import CryptoError
         raise CryptoError("set EVOCLAW_PASSPHRASE (current) and EVOCLAW_NEW_PASSPHRASE, or run "
                           "on a terminal to be asked")
-    with _memory(ctx) as mem:
+    with open_memory(ctx) as mem:
         mem.change_passphrase(current, new)
-    _emit(ctx, {"changed": True}, lambda: click.echo("passphrase changed"))
+    emit(ctx, {"changed": True}, lambda: click.echo("passphrase changed"))
 
 
 @key_group.command("rotate")
@@ -319,12 +321,15 @@ def key_change_passphrase(ctx: click.Context) -> None:
 @click.pass_context
 def key_rotate(ctx: click.Context) -> None:
     """Start using a new data key; everything is re-encrypted in the background by sync."""
-    with _memory(ctx) as mem:
-        with _progress_bar(ctx, "re-sealing") as bar:
+    with open_memory(ctx) as mem:
+        with progress_bar(ctx, "re-sealing") as bar:
             key_id = _with_secret(lambda p, r: mem.rotate_key(p, r, progress=bar.update),
                                   recovery=False)
         depth = mem.store.outbox_depth()
         reseal = mem.sync_status()["reseal"]
-    _emit(ctx, {"key_id": key_id, "outbox_depth": depth, "reseal": reseal}, lambda: click.echo(
+    emit(ctx, {"key_id": key_id, "outbox_depth": depth, "reseal": reseal}, lambda: click.echo(
         f"new data key {key_id}; local changes queued ({depth} outbox entries): run sync; "
         "cloud archive" + _reseal_note(reseal).replace(" · ", " ", 1)))
+
+
+COMMANDS = (sync, sync_critical, restore, cold, devices_group, key_group)

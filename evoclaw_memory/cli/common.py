@@ -1,0 +1,250 @@
+"""What every command module of `evoclaw-memory` shares: the options state, error translation,
+the --agent-id/--json options, opening the config and the memory, the progress bar, output
+(--json or human) and input (argument, --file or stdin).
+
+This module imports no other cli module; every command module imports it (and only it).
+Start-up time matters (one run per agent turn on a Raspberry Pi), so the library is imported
+lazily inside the functions; only click and the tiny errors module load up front.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import click
+
+from evoclaw_memory.errors import EvoclawError
+
+EXIT_INTERNAL = 70          # EX_SOFTWARE
+EXIT_INTERRUPTED = 130
+# Read at most this much from a file or stdin (the library's INPUT_MAX_BYTES, plus one byte
+# so that an oversized input is seen as oversized rather than silently cut).
+_READ_LIMIT = 1_000_000 + 1
+
+
+class State:
+    """Options shared by every command; subcommand flags override the group's."""
+
+    def __init__(self, agent_id: Optional[str] = None, home: Optional[str] = None,
+                 config_path: Optional[str] = None, json: bool = False):
+        self.agent_id = agent_id
+        self.home = home
+        self.config_path = config_path
+        self.json = json
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+def one_line(text: object) -> str:
+    """`text` with every run of whitespace (newlines included) made one space."""
+    return " ".join(str(text).split())
+
+
+def _fail(message: str, code: int) -> "click.exceptions.Exit":
+    from evoclaw_memory.validate import printable
+    click.echo(f"error: {printable(one_line(message))}", err=True)
+    return click.exceptions.Exit(code)
+
+
+def translate(exc: BaseException) -> "click.exceptions.Exit":
+    """Turn an exception raised by a command into one stderr line and an exit status."""
+    if isinstance(exc, KeyboardInterrupt):
+        click.echo("", err=True)
+        return click.exceptions.Exit(EXIT_INTERRUPTED)
+    if isinstance(exc, EvoclawError):
+        return _fail(str(exc) or type(exc).__name__, exc.exit_code)
+    import sqlite3
+    if isinstance(exc, sqlite3.DatabaseError):
+        # The library wraps what it expects; anything else means a damaged database.
+        from evoclaw_memory.errors import StoreError
+        return _fail(f"database error: {exc}; run `evoclaw-memory doctor`", StoreError.exit_code)
+    return _fail(f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)
+
+
+class EvoGroup(click.Group):
+    """A click group that turns every failure of a command into one clear line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort,
+                BrokenPipeError):
+            raise
+        except (Exception, KeyboardInterrupt) as exc:
+            if os.environ.get("EVOCLAW_DEBUG") == "1" and not isinstance(exc, KeyboardInterrupt):
+                raise
+            raise translate(exc) from None
+
+
+# -- shared options --------------------------------------------------------------------------
+
+def cli_state(ctx: click.Context) -> State:
+    """The global options of this run (created empty when a command runs without the group)."""
+    return ctx.ensure_object(State)
+
+
+def _set_agent_id(ctx: click.Context, _param: click.Parameter, value: Optional[str]) -> None:
+    if value is not None:
+        cli_state(ctx).agent_id = value
+
+
+def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        cli_state(ctx).json = True
+
+
+def common_options(f: Callable) -> Callable:
+    """--agent-id and --json on a subcommand too (agents put flags anywhere); these win."""
+    f = click.option("--json", "json_", is_flag=True, expose_value=False, callback=_set_json,
+                     help="Print one JSON document on stdout (for scripts and agents).")(f)
+    f = click.option("--agent-id", metavar="ID", expose_value=False, callback=_set_agent_id,
+                     help="Agent whose memory to use (overrides the global option).")(f)
+    return f
+
+
+def command_config(ctx: click.Context, agent_id: Optional[str] = None):
+    """The effective config for this run (of `agent_id` instead, when given)."""
+    from evoclaw_memory.config import load_config
+    st = cli_state(ctx)
+    return load_config(home=st.home, agent_id=agent_id or st.agent_id,
+                       config_path=Path(st.config_path) if st.config_path else None)
+
+
+@contextlib.contextmanager
+def open_memory(ctx: click.Context) -> Iterator[Any]:
+    """The agent's `Memory`, open for the duration of the block."""
+    from evoclaw_memory.memory import Memory
+    config = command_config(ctx)
+    with Memory.open(agent_id=config.agent_id, home=config.home, config=config) as mem:
+        yield mem
+
+
+class ProgressBar:
+    """A progress bar on stderr for long work (only on a terminal): update(stage, done, total)."""
+
+    def __init__(self, enabled: bool, label: str = "working"):
+        self.enabled = enabled
+        self.label = label
+        self._bar: Any = None
+        self._shown = 0
+
+    def update(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        if self._bar is None:
+            self._bar = click.progressbar(length=total, label=stage or self.label,
+                                          file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.label = stage or self.label
+        step = max(0, min(done, total) - self._shown)
+        self._bar.update(step)
+        self._shown += step
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
+@contextlib.contextmanager
+def progress_bar(ctx: click.Context, label: str) -> Iterator[ProgressBar]:
+    """A progress bar on stderr for long work: drawn on a terminal only, never with --json."""
+    bar = ProgressBar(enabled=sys.stderr.isatty() and not cli_state(ctx).json, label=label)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+# -- output ----------------------------------------------------------------------------------
+
+def _builtins(obj: Any) -> Any:
+    """Plain JSON-able data, every Struct field included (omit_defaults would drop some)."""
+    import msgspec
+    if isinstance(obj, msgspec.Struct):
+        return {k: _builtins(v) for k, v in msgspec.structs.asdict(obj).items()}
+    if isinstance(obj, dict):
+        return {str(k): _builtins(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [_builtins(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (dt.datetime, dt.date)):
+        return obj.isoformat()
+    return obj
+
+
+class _Printable:
+    """stdout for human output: control characters (an OSC or CSI sequence hidden in a
+    stored fact) are written as visible escapes, never sent to the terminal."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from evoclaw_memory.validate import printable
+        return self._stream.write(printable(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def emit(ctx: click.Context, data: Any, human: Callable[[], None]) -> None:
+    """Print `data` as one JSON document with --json, else run the `human` printer."""
+    if cli_state(ctx).json:
+        import msgspec
+        click.echo(msgspec.json.encode(msgspec.to_builtins(_builtins(data))).decode())
+    else:
+        # Every human printer runs through here, so one wrapper covers them all (JSON
+        # output escapes control characters itself).
+        with contextlib.redirect_stdout(_Printable(sys.stdout)):  # type: ignore[type-var]
+            human()
+
+
+def format_time(ts: Optional[float]) -> str:
+    """An epoch time as `YYYY-MM-DD HH:MM:SS UTC`, or `-` when there is none."""
+    if not ts:
+        return "-"
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def fact_json(fact: Any) -> dict:
+    """A fact as plain JSON-able data (every field)."""
+    return _builtins(fact)
+
+
+def fact_line(fact: Any) -> str:
+    """A fact on one line: id, category, text."""
+    return f"{fact.id}  [{fact.category}]  {fact.text}"
+
+
+# -- input -----------------------------------------------------------------------------------
+
+def read_stdin() -> str:
+    """Piped stdin as text (a usage error on a terminal: there is nothing to read)."""
+    stream = sys.stdin
+    if stream is None or stream.isatty():
+        raise click.UsageError("nothing to read: give the text as an argument or option, "
+                               "--file, or pipe it on stdin")
+    binary = getattr(stream, "buffer", None)
+    if binary is None:
+        return stream.read(_READ_LIMIT)
+    return binary.read(_READ_LIMIT).decode("utf-8", errors="replace")
+
+
+def read_file(path: str) -> str:
+    """The text of `path` ('-' reads stdin)."""
+    if path == "-":
+        return read_stdin()
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(_READ_LIMIT)
+    except OSError as exc:
+        from evoclaw_memory.errors import ValidationError
+        raise ValidationError(f"cannot read {path}: {exc.strerror}") from exc
+    return data.decode("utf-8", errors="replace")

@@ -1,0 +1,286 @@
+"""Commands that turn conversations and notes into memory, and keep it in shape: distill,
+hot, ingest-daily, validate, extract-metadata, consolidate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from evoclaw_memory.cli.common import (command_config, common_options, emit, fact_line, one_line,
+                                       open_memory, progress_bar, read_file)
+
+HOT_KEYS = ("identity", "owner_profile", "lesson", "event", "task", "project", "complete_task")
+CONSOLIDATE_MODES = ("quick", "daily", "monthly", "full")
+
+
+# -- distillation ----------------------------------------------------------------------------
+
+def _conversation(raw: str) -> Any:
+    """A JSON list of {role, content} messages (or {"messages": [...]}), else plain text."""
+    from evoclaw_memory.errors import NestingError, ValidationError
+    from evoclaw_memory.validate import loads_json, text
+    stripped = text("conversation", raw).strip()
+    if not stripped or stripped[0] not in "[{":
+        return raw
+    try:
+        data = loads_json("conversation", stripped)
+    except NestingError:
+        raise
+    except ValidationError:
+        return raw          # not JSON after all: plain text that starts with a bracket
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        data = data["messages"]
+    if not isinstance(data, list):
+        return raw
+    if not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in data):
+        raise ValidationError("a conversation in JSON must be a list of {\"role\": ..., "
+                              "\"content\": \"...\"} messages")
+    return [{"role": str(m.get("role", "user")), "content": m["content"]} for m in data]
+
+
+@click.command()
+@click.option("--text", "-t", default=None, help="The conversation (JSON messages or plain text).")
+@click.option("--file", "-f", "file_", default=None, metavar="FILE",
+              help="Read the conversation from FILE ('-' for stdin).")
+@click.option("--store", "store_", is_flag=True,
+              help="Store the facts (end of conversation: distill, store, re-render MEMORY.md).")
+@click.option("--llm/--rules", "llm", default=None,
+              help="--llm: use the configured LLM (an error when none is); --rules: rule "
+                   "mode only. Default: the LLM when one is configured, else rules.")
+@common_options
+@click.pass_context
+def distill(ctx: click.Context, text: Optional[str], file_: Optional[str], store_: bool,
+            llm: Optional[bool]) -> None:
+    """Distill a conversation into a structured record, a core summary and fact drafts.
+
+    Input: --text, --file or stdin; a JSON list of {role, content} messages, or plain text.
+    With an LLM: one call, which also proposes hot-memory updates and marks the stored
+    facts a new one supersedes or duplicates; if it fails, rule mode runs and says so.
+    """
+    if text is not None and file_ is not None:
+        raise click.UsageError("give either --text or --file, not both")
+    raw = text if text is not None else read_file(file_ or "-")
+    if not raw.strip():
+        from evoclaw_memory.errors import ValidationError
+        raise ValidationError("nothing to distill: the conversation is empty")
+    if llm:
+        from evoclaw_memory.errors import ConfigError
+        config = command_config(ctx)
+        if not config.llm_base_url:
+            raise ConfigError("no LLM configured: set EVOCLAW_LLM_BASE_URL and EVOCLAW_LLM_MODEL "
+                              "(or [llm] base_url in config.toml), or drop --llm for rule mode")
+    messages = _conversation(raw)
+    with open_memory(ctx) as mem:
+        mem.distill_llm = llm          # end_conversation distills through mem.distill
+        result = mem.end_conversation(messages) if store_ else mem.distill(messages)
+
+    def human() -> None:
+        record = result["record"]
+        mode = result.get("mode", "rules")
+        if mode == "rules-fallback" and result.get("llm_error"):
+            mode += f" (LLM failed: {result['llm_error']})"
+        click.echo(f"summary: {result['summary']}")
+        click.echo(f"fact:    {record.fact}")
+        for label in ("emotion", "outcome"):
+            if getattr(record, label):
+                click.echo(f"{label + ':':<8} {getattr(record, label)}")
+        for label in ("people", "topics", "actions"):
+            if getattr(record, label):
+                click.echo(f"{label + ':':<8} {', '.join(getattr(record, label))}")
+        if mode != "rules":
+            click.echo(f"mode:    {mode}")
+        if store_:
+            for fact in result["added"]:
+                click.echo(f"stored      {fact_line(fact)}")
+            for fact in result["reinforced"]:
+                click.echo(f"reinforced  {fact_line(fact)}")
+            for old_id in result.get("superseded", []):
+                click.echo(f"superseded  {old_id}")
+            for update in result.get("hot_updates", []):
+                click.echo(f"hot {update['key']}: {one_line(update['value'])}")
+            if not result["added"] and not result["reinforced"]:
+                click.echo("no facts to store")
+        else:
+            if not result["facts"]:
+                click.echo("no facts found")
+            for index, draft in enumerate(result["facts"]):
+                replaces = [s["old_id"] for s in result.get("supersedes", []) if s["fact"] == index]
+                note = f"  (supersedes {replaces[0]})" if replaces else ""
+                click.echo(f"- [{draft.category}] ({draft.importance:.2f}) {draft.text}{note}")
+            for dup in result.get("duplicates", []):
+                click.echo(f"= already known as {dup['old_id']}: {dup['text']}")
+            for update in result.get("hot_updates", []):
+                click.echo(f"hot {update['key']}: {one_line(update['value'])}")
+
+    emit(ctx, result, human)
+
+
+# -- hot memory ------------------------------------------------------------------------------
+
+@click.command()
+@click.option("--update", nargs=2, default=None, metavar="KEY JSON",
+              help=f"Apply one update; KEY is one of {', '.join(HOT_KEYS)}.")
+@click.option("--complete-task", metavar="ID", default=None, help="Mark a pending task done.")
+@click.option("--rebuild", is_flag=True, help="Write MEMORY.md and print its path.")
+@common_options
+@click.pass_context
+def hot(ctx: click.Context, update: Optional[tuple], complete_task: Optional[str],
+        rebuild: bool) -> None:
+    """Show hot memory (MEMORY.md), update it, or rebuild MEMORY.md.
+
+    \b
+    Examples:
+      evoclaw-memory hot --update owner_profile '{"timezone": "Australia/Sydney"}'
+      evoclaw-memory hot --update lesson '{"text": "Test on testnet first", "importance": 0.9}'
+      evoclaw-memory hot --update project '{"name": "EvoClaw", "status": "active"}'
+      evoclaw-memory hot --complete-task 3f2a9c01d4e5b6a7
+    """
+    if sum(bool(x) for x in (update, complete_task, rebuild)) > 1:
+        raise click.UsageError("use one of --update, --complete-task, --rebuild at a time")
+    with open_memory(ctx) as mem:
+        if update or complete_task:
+            key, value = update if update else ("complete_task", complete_task)
+            state = mem.update_hot(key, value)
+            path = mem.config.memory_md_path
+            emit(ctx, state, lambda: click.echo(f"updated {key}; MEMORY.md rewritten: {path}"))
+            return
+        if rebuild:
+            path = mem.write_memory_md()
+            size = path.stat().st_size
+            emit(ctx, {"path": path, "bytes": size}, lambda: click.echo(str(path)))
+            return
+        state = mem.hot
+        text = mem.render_memory_md()
+    emit(ctx, state, lambda: click.echo(text, nl=False))
+
+
+# -- notes, metadata, consolidation ----------------------------------------------------------
+
+@click.command("ingest-daily")
+@click.option("--days", type=click.IntRange(1, 3650), default=2, show_default=True,
+              help="How many days of notes to read.")
+@click.option("--workspace", type=click.Path(file_okay=False), default=None,
+              help="Agent workspace holding memory/YYYY-MM-DD*.md [default: from config].")
+@common_options
+@click.pass_context
+def ingest_daily(ctx: click.Context, days: int, workspace: Optional[str]) -> None:
+    """Store the facts of the last N days of daily notes (memory/YYYY-MM-DD*.md)."""
+    with open_memory(ctx) as mem, progress_bar(ctx, "reading daily notes") as bar:
+        report = mem.ingest_daily(days=days, workspace=Path(workspace) if workspace else None,
+                                  progress=bar.update)
+    emit(ctx, report, lambda: click.echo(
+        f"files scanned: {report['files']}, facts found: {report['found']}, "
+        f"stored: {report['stored']}, skipped: {report['skipped']}"))
+
+
+def _warning_field(warning: Any, name: str, index: int) -> Any:
+    if isinstance(warning, dict):
+        return warning.get(name)
+    if isinstance(warning, (tuple, list)):
+        return warning[index] if index < len(warning) else None
+    return getattr(warning, name, None)
+
+
+@click.command()
+@click.argument("file", metavar="FILE")
+@common_options
+@click.pass_context
+def validate(ctx: click.Context, file: str) -> None:
+    """Check a daily note for missing links, commands and next steps ('-' reads stdin).
+
+    Exit status 0 when clean, 1 when there are warnings.
+    """
+    from evoclaw_memory.distill.notes import validate_note
+    warnings = list(validate_note(read_file(file)))
+    rows = [{"line": _warning_field(w, "line", 0), "kind": _warning_field(w, "kind", 1),
+             "message": _warning_field(w, "message", 2),
+             "suggestion": _warning_field(w, "suggestion", 3)} for w in warnings]
+
+    def human() -> None:
+        for row in rows:
+            hint = f" ({row['suggestion']})" if row["suggestion"] else ""
+            click.echo(f"{row['line']}: {row['kind']}: {row['message']}{hint}")
+
+    emit(ctx, rows, human)
+    if rows:
+        ctx.exit(1)
+
+
+@click.command("extract-metadata")
+@click.argument("text", required=False, default=None)
+@click.option("--file", "-f", "file_", default=None, metavar="FILE",
+              help="Read the text from FILE ('-' for stdin).")
+@common_options
+@click.pass_context
+def extract_metadata_cmd(ctx: click.Context, text: Optional[str], file_: Optional[str]) -> None:
+    """List the URLs, shell commands and file paths in TEXT (or --file, or stdin)."""
+    if text is not None and file_ is not None:
+        raise click.UsageError("give either TEXT or --file, not both")
+    if text is None or text == "-":
+        text = read_file(file_ or "-")
+    from evoclaw_memory.errors import ValidationError
+    from evoclaw_memory.limits import INPUT_MAX_BYTES
+    if len(text.encode()) > INPUT_MAX_BYTES:
+        raise ValidationError(f"text is over {INPUT_MAX_BYTES} bytes")
+    from evoclaw_memory.distill.metadata import extract_metadata
+    found = extract_metadata(text)
+    data = {"urls": list(found.urls), "commands": list(found.commands),
+            "paths": list(found.paths)}
+
+    def human() -> None:
+        for label, items in data.items():
+            click.echo(f"{label}:" if items else f"{label}: (none)")
+            for item in items:
+                click.echo(f"  {item}")
+
+    emit(ctx, data, human)
+
+
+def _report_lines(data: dict, indent: str = "") -> list[str]:
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            lines.append(f"{indent}{key}:")
+            lines += _report_lines(value, indent + "  ")
+        elif isinstance(value, list):
+            lines.append(f"{indent}{key}: {len(value)}" + (f" ({', '.join(map(str, value))})"
+                                                          if value else ""))
+        else:
+            lines.append(f"{indent}{key}: {value}")
+    return lines
+
+
+@click.command()
+@click.option("--mode", "-m", type=click.Choice(CONSOLIDATE_MODES), default="quick",
+              show_default=True,
+              help="quick: rescore/evict/rebuild; daily: +ingest notes, prune tree; "
+                   "monthly: +tree rebuild, cold cleanup; full: +recount and report.")
+@click.option("--dry-run", is_flag=True,
+              help="monthly/full: show the LLM's tree-rebuild plan and change nothing.")
+@common_options
+@click.pass_context
+def consolidate(ctx: click.Context, mode: str, dry_run: bool) -> None:
+    """Rescore, archive, promote lessons and rebuild MEMORY.md (more in bigger modes)."""
+    with open_memory(ctx) as mem, progress_bar(ctx, "consolidating") as bar:
+        report = mem.consolidate(mode, dry_run=dry_run, progress=bar.update)
+
+    def human() -> None:
+        rebuild = report.get("tree_rebuild")
+        plain = {k: v for k, v in report.items() if k != "tree_rebuild"}
+        click.echo("\n".join(_report_lines(plain)))
+        if rebuild is not None:
+            ops = rebuild.get("operations", [])
+            click.echo("\n".join(_report_lines(
+                {"tree_rebuild": {k: v for k, v in rebuild.items() if k != "operations"}})))
+            for op in ops:
+                target = f" -> {op['target']}" if op.get("target") else ""
+                verdict = "ok" if op.get("status") == "ok" else f"rejected: {op.get('why', '')}"
+                click.echo(f"    {op['op']} {op['path']}{target}  [{verdict}]"
+                           + (f"  ({op['reason']})" if op.get("reason") else ""))
+
+    emit(ctx, report, human)
+
+
+COMMANDS = (distill, hot, ingest_daily, validate, extract_metadata_cmd, consolidate)

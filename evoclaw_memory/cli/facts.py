@@ -1,0 +1,166 @@
+"""Fact commands of `evoclaw-memory`: store, retrieve, context, get, supersede, search-url."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Optional
+
+import click
+
+from evoclaw_memory.cli.common import (common_options, emit, fact_json, fact_line, format_time,
+                                       open_memory, read_stdin)
+
+
+def _parse_time(_ctx: click.Context, _param: click.Parameter, value: Optional[str]) -> Any:
+    """--created-at: epoch seconds or an ISO 8601 date/time (UTC when no zone is given)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        stamp = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter("use epoch seconds or ISO 8601, e.g. 2025-11-30T09:00:00Z")
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
+
+
+@click.command()
+@click.option("--text", "-t", required=True, help="The fact ('-' reads stdin).")
+@click.option("--category", "-c", default="general", show_default=True,
+              help="Tree path, e.g. projects/evoclaw/architecture (at most 4 levels).")
+@click.option("--importance", "-i", type=float, default=0.5, show_default=True,
+              help="0 to 1.")
+@click.option("--url", "urls", multiple=True, metavar="URL", help="A link to keep (repeatable).")
+@click.option("--cmd", "cmds", multiple=True, metavar="CMD",
+              help="A shell command to keep (repeatable).")
+@click.option("--path", "paths", multiple=True, metavar="PATH",
+              help="A file path to keep (repeatable).")
+@click.option("--created-at", callback=_parse_time, metavar="EPOCH|ISO",
+              help="When it happened [default: now].")
+@common_options
+@click.pass_context
+def store(ctx: click.Context, text: str, category: str, importance: float, urls: tuple,
+          cmds: tuple, paths: tuple, created_at: Any) -> None:
+    """Store a fact in warm memory; prints its id (a duplicate reinforces the existing fact)."""
+    if text == "-":
+        text = read_stdin()
+    metadata = None
+    if urls or cmds or paths:
+        metadata = {"urls": list(urls), "commands": list(cmds), "paths": list(paths)}
+    with open_memory(ctx) as mem:
+        fact = mem.remember(text, category=category, importance=importance,
+                            created_at=created_at, metadata=metadata)
+    # A freshly stored fact has never been accessed; a duplicate was just reinforced.
+    status = "reinforced" if fact.access_count > 0 else "stored"
+
+    def human() -> None:
+        click.echo(fact.id)
+        if status == "reinforced":
+            click.echo(f"note: duplicate of an existing fact; reinforced it "
+                       f"(accessed {fact.access_count} times)", err=True)
+
+    emit(ctx, {"id": fact.id, "status": status, "fact": fact}, human)
+
+
+@click.command()
+@click.argument("query", required=False, default=None)
+@click.option("--query", "-q", "query_flag", default=None, metavar="QUERY",
+              help="The query as a flag (the original skill's form).")
+@click.option("--limit", "-n", type=click.IntRange(1, 100), default=5, show_default=True)
+@common_options
+@click.pass_context
+def retrieve(ctx: click.Context, query: Optional[str], query_flag: Optional[str],
+             limit: int) -> None:
+    """Find the facts most relevant to QUERY (tree search, then full text); reinforces them."""
+    if (query is None) == (query_flag is None):
+        raise click.UsageError("give the query once: `retrieve QUERY` or `retrieve --query QUERY`")
+    query = query if query is not None else query_flag
+    with open_memory(ctx) as mem:
+        results = mem.retrieve(query, limit=limit)
+    data = [{"id": r.fact.id, "text": r.fact.text, "category": r.fact.category,
+             "method": r.method, "path": r.path, "relevance": r.relevance, "score": r.score,
+             "tier": r.fact.tier} for r in results]
+
+    def human() -> None:
+        if not results:
+            click.echo("no matching memories")
+        for r in results:
+            click.echo(f"{r.relevance:.2f}  {r.method:<12}  {r.path or '-'}  {r.fact.text}")
+
+    emit(ctx, data, human)
+
+
+@click.command()
+@click.argument("query", required=False, default="")
+@click.option("--limit", "-n", type=click.IntRange(1, 100), default=8, show_default=True,
+              help="Most facts to retrieve for QUERY.")
+@common_options
+@click.pass_context
+def context(ctx: click.Context, query: str, limit: int) -> None:
+    """Print what the agent loads: MEMORY.md + the tree + facts retrieved for QUERY."""
+    with open_memory(ctx) as mem:
+        text = mem.context(query, limit=limit)
+    emit(ctx, {"context": text, "bytes": len(text.encode())},
+          lambda: click.echo(text, nl=False))
+
+
+@click.command()
+@click.argument("fact_id", metavar="ID")
+@common_options
+@click.pass_context
+def get(ctx: click.Context, fact_id: str) -> None:
+    """Show one fact by id."""
+    with open_memory(ctx) as mem:
+        fact = mem.get(fact_id)
+
+    def human() -> None:
+        click.echo(fact_line(fact))
+        click.echo(f"  importance {fact.importance}  tier {fact.tier}  accessed "
+                   f"{fact.access_count}x  created {format_time(fact.created_at)}")
+        for label, items in (("url", fact.metadata.urls), ("cmd", fact.metadata.commands),
+                             ("path", fact.metadata.paths)):
+            for item in items:
+                click.echo(f"  {label}: {item}")
+        if fact.superseded_by:
+            click.echo(f"  superseded by {fact.superseded_by}")
+
+    emit(ctx, fact, human)
+
+
+@click.command()
+@click.argument("old_id", metavar="OLD_ID")
+@click.argument("new_id", metavar="NEW_ID")
+@common_options
+@click.pass_context
+def supersede(ctx: click.Context, old_id: str, new_id: str) -> None:
+    """Mark fact OLD_ID superseded by NEW_ID (kept for history, excluded from search)."""
+    with open_memory(ctx) as mem:
+        mem.supersede(old_id, new_id)
+    emit(ctx, {"superseded": old_id, "by": new_id},
+          lambda: click.echo(f"{old_id} superseded by {new_id}"))
+
+
+@click.command("search-url")
+@click.argument("fragment")
+@click.option("--limit", "-n", type=click.IntRange(1, 1000), default=20, show_default=True)
+@common_options
+@click.pass_context
+def search_url(ctx: click.Context, fragment: str, limit: int) -> None:
+    """Facts whose URLs, commands, paths or text contain FRAGMENT."""
+    with open_memory(ctx) as mem:
+        facts = mem.search_url(fragment, limit=limit)
+
+    def human() -> None:
+        if not facts:
+            click.echo("no matching memories")
+        for fact in facts:
+            click.echo(fact_line(fact))
+            for url in fact.metadata.urls:
+                click.echo(f"    {url}")
+
+    emit(ctx, [fact_json(f) for f in facts], human)
+
+
+COMMANDS = (store, retrieve, context, get, supersede, search_url)

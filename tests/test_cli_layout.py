@@ -1,0 +1,85 @@
+"""The CLI's layout rule: one shared helper module (`cli.common`) that imports no other cli
+module, command modules that import only `cli.common` (never each other), and `cli.main`
+that imports the command modules to register them; so there is no import circle."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import evoclaw_memory.cli
+
+CLI_DIR = Path(evoclaw_memory.cli.__file__).parent
+PACKAGE = "evoclaw_memory.cli"
+SHARED = "common"
+# The modules that are neither the helpers nor a command module.
+NOT_COMMANDS = {"__init__", "__main__", "main", SHARED}
+LINE_LIMIT = 600
+
+
+def cli_imports(path: Path) -> set[str]:
+    """The cli modules `path` imports (anywhere in the file, lazy imports included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path.name}: relative import (imports are absolute)"
+            module = node.module or ""
+            # `from evoclaw_memory.cli import facts` imports the module facts.
+            names = [f"{module}.{alias.name}" for alias in node.names] \
+                if module == PACKAGE else [module]
+        else:
+            continue
+        found |= {name[len(PACKAGE) + 1:].split(".")[0] for name in names
+                  if name.startswith(PACKAGE + ".")}
+    return found
+
+
+def modules() -> dict[str, Path]:
+    return {path.stem: path for path in sorted(CLI_DIR.glob("*.py"))}
+
+
+def command_modules() -> set[str]:
+    return set(modules()) - NOT_COMMANDS
+
+
+def test_there_are_command_modules():
+    assert {"facts", "tree", "cloud", "agent"} <= command_modules()
+
+
+def test_common_imports_no_other_cli_module():
+    assert cli_imports(modules()[SHARED]) == set()
+
+
+def test_each_command_module_imports_common_and_nothing_else_of_the_cli():
+    for name in command_modules():
+        assert cli_imports(modules()[name]) == {SHARED}, name
+
+
+def test_main_imports_every_command_module_and_common_only():
+    assert cli_imports(modules()["main"]) == command_modules() | {SHARED}
+
+
+def test_package_init_only_re_exports_main():
+    assert cli_imports(modules()["__init__"]) == {"main"}
+
+
+def test_every_cli_module_stays_small():
+    for name, path in modules().items():
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        assert lines <= LINE_LIMIT, f"{name}.py has {lines} lines"
+
+
+def test_every_command_module_command_is_registered():
+    """What a module lists in COMMANDS is what the root group has (no command forgotten)."""
+    import importlib
+
+    from evoclaw_memory.cli.main import cli
+    registered = []
+    for name in sorted(command_modules()):
+        module = importlib.import_module(f"{PACKAGE}.{name}")
+        for command in module.COMMANDS:
+            assert cli.commands[command.name] is command, (name, command.name)
+            registered.append(command.name)
+    assert sorted(registered) == sorted(cli.commands)
