@@ -63,7 +63,7 @@ def _rows(n: int) -> list[tuple]:
 
 def _critical_state(ws: Workspace, rows: list[tuple]) -> str:
     """A full hot state and the 42-node tree with the archive's counts, as the cloud holds it."""
-    from evoclaw_memory.cloud.remote import encode_state
+    from evoclaw_memory.cloud.codec import encode_state
     home = ws.new_home("origin")
     counts: dict[str, int] = {}
     for r in rows:
@@ -87,7 +87,7 @@ def _sealed(rows: list[tuple], state: str) -> tuple[list[tuple], str, str]:
     """The same archive end-to-end encrypted, as an encrypted device would have pushed it:
     (sealed rows, sealed state, the keyring record for evoclaw_keys)."""
     from evoclaw_memory.cloud.crypto import Keyring, encode_record
-    from evoclaw_memory.cloud.remote import SealedCodec, decode_state
+    from evoclaw_memory.cloud.codec import SealedCodec, decode_state
     from evoclaw_memory.models import Fact, Metadata
     ring, record, _ = Keyring.create(AGENT, PASSPHRASE, scrypt_n=2 ** 14)
     codec = SealedCodec(ring)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from evoclaw_memory.cloud.remote import encode_state
+from evoclaw_memory.cloud.codec import encode_state
 from evoclaw_memory.cloud.sql import Stmt
 
 from .data import Generator, build_tree

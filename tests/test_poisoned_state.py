@@ -7,7 +7,7 @@ import json
 import sqlite3
 
 from evoclaw_memory import Memory
-from evoclaw_memory.cloud.remote import decode_state
+from evoclaw_memory.cloud.codec import decode_state
 
 
 def _poison(db_path, lesson_text):

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from evoclaw_memory import Memory
 from evoclaw_memory.cli.main import cli
-from evoclaw_memory.cloud.remote import SECONDS_BOUND, cloud_seconds
+from evoclaw_memory.cloud.codec import SECONDS_BOUND, cloud_seconds
 from evoclaw_memory.errors import StoreError, ValidationError
 
 

@@ -19,7 +19,8 @@ from evoclaw_memory.errors import (AuthError, ConflictError, DeviceRevoked, Evoc
                       Unavailable, ValidationError)
 from evoclaw_memory.models import Fact
 from evoclaw_memory.store.local import LocalStore
-from evoclaw_memory.cloud.remote import CriticalState, Remote
+from evoclaw_memory.cloud.codec import CriticalState
+from evoclaw_memory.cloud.remote import Remote
 
 BATCH_SIZE = 500             # facts per request: keeps one request well under a megabyte
 MAX_CONFLICT_ROUNDS = 5      # merges in one sync before giving up (another device is busy)

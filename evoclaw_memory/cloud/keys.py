@@ -18,7 +18,8 @@ from evoclaw_memory.errors import CryptoError, StoreError
 from evoclaw_memory.store.local import LocalStore
 from evoclaw_memory.cloud.crypto import (PREFIX, SCRYPT_N, Keyring, decode_record, encode_record, is_sealed,
                      sealed_with)
-from evoclaw_memory.cloud.remote import SealedCodec, SqlRemote
+from evoclaw_memory.cloud.codec import SealedCodec
+from evoclaw_memory.cloud.remote import SqlRemote
 
 KV_RING = "crypto.keyring"
 KV_RECORD = "crypto.record"
@@ -304,7 +305,7 @@ def _reseal_state(store: LocalStore, remote: SqlRemote, codec: SealedCodec, agen
                   device_id: str, device_name: str, mode: str) -> None:
     """The cloud's critical state re-sealed as it is there (compare-and-set on its version):
     it may be newer than this device's, which follows through the outbox as usual."""
-    from evoclaw_memory.cloud.remote import decode_state
+    from evoclaw_memory.cloud.codec import decode_state
     row = remote.state_row(agent_id)
     if row is None or row[1].startswith(f"{PREFIX}{codec.ring.current}:"):
         return

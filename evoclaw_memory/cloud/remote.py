@@ -7,13 +7,13 @@ and a local SQLite file (the embedded default, a backup drive) are peers running
 Every push is ONE transaction in ONE request, and idempotent: facts are upserts by id and the
 critical state is a compare-and-set on its version, so a retry after an unknown outcome (the
 commit happened but the answer was lost) neither duplicates nor loses anything.
+
+The codecs (clear or sealed rows, the critical state) are in `codec`, the SQL that is more
+than a line in `statements`.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
 import secrets
 import time
 from operator import itemgetter
@@ -22,20 +22,18 @@ from typing import Optional, Protocol, Union
 
 import msgspec
 
-from evoclaw_memory import validate
-from evoclaw_memory.errors import ConfigError, CryptoError, RemoteError, ValidationError
-from evoclaw_memory.models import Fact, HotState, Metadata, TreeNode
+from evoclaw_memory.cloud.codec import CriticalState, PlainCodec
 from evoclaw_memory.cloud.sql import SqlExecutor, Stmt
+from evoclaw_memory.cloud.statements import (BUCKET, FACT_COLS, PAGE_AS_JSON, PAGE_AS_ROWS, ROW, STATEMENT_SPLIT,
+                                             UPSERT_FACTS, UPSERT_ROWS)
+from evoclaw_memory.errors import ConfigError, CryptoError, RemoteError, ValidationError
+from evoclaw_memory.models import Fact
 
-
-class CriticalState(msgspec.Struct, omit_defaults=True):
-    """Hot memory + tree: what a device needs to wake up as itself (critical_state.data)."""
-
-    hot: HotState
-    tree: list[TreeNode] = []
-    updated_at: float = 0.0
-    device_id: str = ""
-
+# CriticalState lives in codec; memory.py still imports it from here.
+__all__ = [
+    "ArchiveCounts", "CriticalState", "Device", "PushResult", "Remote", "RemoteState", "SqlRemote",
+    "migrations_after", "open_remote", "split_statements",
+]
 
 class RemoteState(msgspec.Struct):
     """The cloud's critical state row: its version, who wrote it, and the state itself."""
@@ -99,37 +97,6 @@ class Remote(Protocol):
 
     def facts_by_ids(self, agent_id: str, ids: list[str]) -> list[Fact]: ...
 
-    def archive_buckets(self, agent_id: str, width: int) -> ArchiveCounts:
-        """The agent's facts per created_at bucket of `width` seconds, the critical state's
-        version and the newest rowid, in ONE request (sync --verify, daily consolidation)."""
-        self._ready()
-        rows = self.sql.execute(
-            "SELECT 'state', push_nonce, version FROM critical_state WHERE agent_id = ? "
-            "UNION ALL "
-            "SELECT 'rowid', NULL, MAX(rowid) FROM cold_memories WHERE agent_id = ? UNION ALL "
-            f"SELECT 'bucket', {_BUCKET} AS b, COUNT(*) FROM cold_memories WHERE agent_id = ? "
-            "GROUP BY b", (agent_id, agent_id, width, agent_id)).rows
-        counts = ArchiveCounts()
-        for kind, bucket, value in rows:
-            if kind == "state":
-                counts.state_version, counts.state_nonce = int(value or 0), bucket
-            elif kind == "rowid":
-                counts.max_rowid = int(value or 0)
-            else:
-                counts.buckets[int(bucket)] = int(value)
-        return counts
-
-    def ids_in_buckets(self, agent_id: str, buckets: list[int], width: int) -> set[str]:
-        """Ids of the agent's facts in these created_at buckets (one request per 500)."""
-        self._ready()
-        found: set[str] = set()
-        for start in range(0, len(buckets), 500):
-            chunk = buckets[start:start + 500]
-            found.update(r[0] for r in self.sql.execute(
-                f"SELECT id FROM cold_memories WHERE agent_id = ? AND {_BUCKET} IN "
-                f"({','.join('?' * len(chunk))})", (agent_id, width, *chunk)).rows)
-        return found
-
     def count_facts(self, agent_id: str) -> int: ...
 
     def archive_buckets(self, agent_id: str, width: int) -> ArchiveCounts: ...
@@ -154,207 +121,8 @@ class Remote(Protocol):
     def close(self) -> None: ...
 
 
-_state_decoder = msgspec.json.Decoder(CriticalState)
-_hot_decoder = msgspec.json.Decoder(HotState)
-_meta_decoder = msgspec.json.Decoder(Metadata)
-_encoder = msgspec.json.Encoder()
-_STATEMENT_SPLIT = re.compile(r";\s*(?:--[^\n]*)?\n")
-
-_FACT_COLS = ("id, text, category, importance, created_at, access_count, metadata, source, "
-              "last_access, superseded_by")
-# "+agent_id" keeps SQLite off the (agent_id, ...) indexes where a rowid range or an id is
-# the selective part: without statistics the planner takes agent_id = ? for ~10 rows, then
-# reads (and sorts) every fact of the agent for each page, each push and each id lookup.
-_PAGE_AS_ROWS = (f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND "
-                 "rowid > ? ORDER BY rowid LIMIT ?")
-_PAGE_AS_JSON = f"SELECT json_group_array(json_array(rowid, {_FACT_COLS})) FROM ({_PAGE_AS_ROWS})"
 _page_decoder = msgspec.json.Decoder(list[list])
-# A row's created_at bucket as the device computes it (LocalStore.settled_buckets): whole
-# seconds (the original skill wrote milliseconds in places, see cloud_seconds) divided by the
-# bucket width, both in SQLite's integer division. One "?" for the width.
-_BUCKET = ("CAST(CASE WHEN created_at > 1000000000000 THEN created_at / 1000 ELSE created_at "
-           "END AS INTEGER) / ?")
 _first = itemgetter(0)
-# Upsert by id. A fact's text never changes, but its sealed form does after a key rotation, and
-# its category after a tree merge; counters and supersession only move forwards.
-_UPSERT_ROWS = 50           # facts per INSERT statement (12 values each, well under SQLite's cap)
-_ROW = "(" + ", ".join("?" * 12) + ")"
-_UPSERT_FACTS = (
-    "INSERT INTO cold_memories (id, agent_id, text, category, importance, created_at, "
-    "access_count, metadata, source, last_access, superseded_by, device_id) "
-    "SELECT * FROM (VALUES {rows}) WHERE NOT EXISTS ({guard}) "
-    "ON CONFLICT(id) DO UPDATE SET category = excluded.category, text = excluded.text, "
-    "metadata = excluded.metadata, importance = excluded.importance, "
-    "created_at = excluded.created_at, "
-    "access_count = max(cold_memories.access_count, excluded.access_count), "
-    "last_access = max(coalesce(cold_memories.last_access, 0), excluded.last_access), "
-    "superseded_by = coalesce(excluded.superseded_by, cold_memories.superseded_by) "
-    # A sealed row authenticates importance, created_at and superseded_by (enc:v2), so they
-    # change together with the sealed values; a device that has not seen a supersession
-    # leaves the superseded row as it is rather than pair its values with the old link.
-    "WHERE cold_memories.agent_id = excluded.agent_id AND "
-    "(excluded.superseded_by IS NOT NULL OR cold_memories.superseded_by IS NULL)")
-
-
-def encode_state(state: CriticalState) -> str:
-    return _encoder.encode(state).decode()
-
-
-def decode_state(data: str) -> CriticalState:
-    """critical_state.data: ours, or the original skill's bare hot state (read as hot only)."""
-    try:
-        return _state_decoder.decode(data)
-    except msgspec.ValidationError:
-        pass
-    except msgspec.DecodeError as exc:
-        raise RemoteError(f"critical_state.data is not JSON: {exc}") from exc
-    # Not ours as it stands: the original skill's bare hot state, or ours with one bad entry
-    # (an older release stored NaN as null). Keep every entry that reads rather than
-    # adopting an empty state, which the next merge would push over the good one.
-    try:
-        raw = json.loads(data, parse_constant=lambda _token: None)
-    except (ValueError, RecursionError) as exc:
-        raise RemoteError(f"critical_state.data is not JSON: {exc}") from exc
-    target = CriticalState if isinstance(raw, dict) and "hot" in raw else HotState
-    try:
-        state, _dropped = validate.salvage(raw, target)
-    except ValidationError:
-        return CriticalState(hot=HotState())
-    return state if isinstance(state, CriticalState) else CriticalState(hot=state)
-
-
-# Epoch seconds of 3000-01-01, the bound the store validates every timestamp against.
-SECONDS_BOUND = 32_503_680_000
-
-
-def cloud_seconds(created_at) -> float:
-    """A cloud row's created_at in epoch seconds, exactly as written.
-
-    Rows are written in seconds, by this library and by the original skill alike
-    (`str(int(time.time()))`). Every valid time is below SECONDS_BOUND, so a value at or
-    past it cannot be seconds: only then is it read as milliseconds (a hand-written or
-    foreign row); no time in seconds is ever reinterpreted."""
-    value = float(created_at or 0)
-    return value / 1000.0 if value >= SECONDS_BOUND else value
-
-
-def _fact_from_row(row: tuple) -> Fact:
-    (fid, text, category, importance, created_at, access_count, metadata, source, last_access,
-     superseded_by) = row
-    try:
-        # Most facts carry no links: skip the decoder for them (a mirror opens 100k rows).
-        meta = Metadata() if not metadata or metadata == "{}" else _meta_decoder.decode(metadata)
-    except msgspec.MsgspecError:
-        meta = Metadata()
-    created = cloud_seconds(created_at)
-    # The same checks as every other entry point: a row another device (or an old release)
-    # wrote with a value this device could not store again is skipped with its reason.
-    return Fact(id=validate.text("cloud fact id", fid, max_len=64),
-                text=validate.text("cloud fact text", text),
-                category=validate.category(category),
-                importance=0.5 if importance is None else validate.importance(importance),
-                created_at=validate.timestamp("cloud fact created_at", created),
-                last_access=validate.timestamp("cloud fact last_access", last_access)
-                if last_access else created,
-                access_count=validate.integer("cloud fact access_count", access_count or 0,
-                                              0, validate.INT_MAX),
-                metadata=validate.metadata(meta) or Metadata(),
-                source=validate.text("cloud fact source", source or "legacy", max_len=64),
-                tier="cold", superseded_by=validate.optional_text("cloud fact superseded_by",
-                                                                  superseded_by, max_len=64))
-
-
-def _whole_seconds(value: float) -> int:
-    """created_at as the cloud's INTEGER; an infinite one (an old or damaged row) is refused
-    like any value SQLite cannot hold."""
-    if not math.isfinite(value):
-        raise ValidationError(f"created_at {value} does not fit SQLite's 64-bit range")
-    return int(value)
-
-
-class PlainCodec:
-    """Rows as the original skill wrote them: text and categories in clear."""
-
-    encrypted = False
-
-    def fact_args(self, agent_id: str, device_id: str, fact: Fact) -> tuple:
-        return (fact.id, agent_id, fact.text, fact.category, fact.importance,
-                _whole_seconds(fact.created_at), fact.access_count,
-                _encoder.encode(fact.metadata).decode(), fact.source, fact.last_access,
-                fact.superseded_by, device_id)
-
-    def fact(self, row: tuple) -> Fact:
-        return _fact_from_row(row)
-
-    def state_data(self, state: CriticalState) -> str:
-        return encode_state(state)
-
-    def state(self, data: str) -> CriticalState:
-        return decode_state(data)
-
-    def category(self, path: str) -> str:
-        return path
-
-
-class SealedCodec(PlainCodec):
-    """Rows sealed with the agent's keyring: the cloud sees ciphertext and keyed hashes.
-
-    A sealed category is stored as "<keyed hash> <sealed path>": the hash lets the database
-    filter by category, the sealed path gives it back to a device. Clear on the wire and in
-    the cloud: ids, agent id, importance, times, access counts, supersession links, device
-    ids, and the sizes of everything; each sealed value also authenticates importance,
-    created_at, superseded_by and the category hash (enc:v2, SECURITY.md)."""
-
-    encrypted = True
-
-    def __init__(self, keyring):
-        from evoclaw_memory.cloud.crypto import clear_context, is_sealed    # cryptography loads only when used
-        self.ring = keyring
-        self._clear = clear_context
-        self._is_sealed = is_sealed
-
-    def fact_args(self, agent_id: str, device_id: str, fact: Fact) -> tuple:
-        # Every value is bound to the clear columns the cloud filters by (enc:v2): a push
-        # re-sends the whole row, so a supersession re-seals it with its new link.
-        importance = round(float(fact.importance), 6)
-        created_at = _whole_seconds(fact.created_at)
-        token = self.ring.category_token(fact.category)
-        clear = self._clear(importance, created_at, fact.superseded_by, token)
-        meta = "{}" if fact.metadata.is_empty() else self.ring.seal(
-            _encoder.encode(fact.metadata).decode(), fact.id, "metadata", clear)
-        category = token + " " + self.ring.seal(fact.category, fact.id, "category", clear)
-        return (fact.id, agent_id, self.ring.seal(fact.text, fact.id, "text", clear), category,
-                importance, created_at, fact.access_count, meta, fact.source,
-                fact.last_access, fact.superseded_by, device_id)
-
-    def fact(self, row: tuple) -> Fact:
-        fid, text, category, importance, created_at, access_count, meta, *rest = row
-        token, _, sealed_category = (category or "").partition(" ")
-        clear = self._clear(importance, created_at, rest[-1], token)
-        if meta and meta != "{}":
-            meta = self.ring.open(meta, fid, "metadata", clear)
-        return _fact_from_row((fid, self.ring.open(text, fid, "text", clear),
-                               self.ring.open(sealed_category, fid, "category", clear),
-                               importance, created_at, access_count, meta, *rest))
-
-    def fact_any(self, row: tuple, allow_plain: bool) -> Fact:
-        """A row sealed under any key of the ring, or (allow_plain: the archive from before
-        `key init`) a clear one; the re-seal reads rows this way."""
-        if self._is_sealed(row[1]):
-            return self.fact(row)
-        if not allow_plain:
-            raise CryptoError(f"row {row[0]}: text is in clear in an encrypted archive "
-                              "(written around the keys)")
-        return _fact_from_row(row)
-
-    def state_data(self, state: CriticalState) -> str:
-        return self.ring.seal(encode_state(state), "critical_state", "data")
-
-    def state(self, data: str) -> CriticalState:
-        return decode_state(self.ring.open(data, "critical_state", "data"))
-
-    def category(self, path: str) -> str:
-        return self.ring.category_token(path)
 
 
 class SqlRemote:
@@ -441,14 +209,14 @@ class SqlRemote:
             # Never write clear text into an agent whose memory another device encrypted.
             revoked += " UNION ALL SELECT 1 FROM evoclaw_keys WHERE agent_id = ?"
             guard_args = (agent_id, device_id, agent_id)
-        for start in range(0, len(facts), _UPSERT_ROWS):
+        for start in range(0, len(facts), UPSERT_ROWS):
             # Many rows per statement keeps the request small (the SQL is sent once per chunk).
             # A revoked device writes nothing: the guard is inside the statement itself.
-            chunk = facts[start:start + _UPSERT_ROWS]
+            chunk = facts[start:start + UPSERT_ROWS]
             args: list = []
             for fact in chunk:
                 args += self.codec.fact_args(agent_id, device_id, fact)
-            stmts.append(Stmt(_UPSERT_FACTS.format(rows=", ".join([_ROW] * len(chunk)),
+            stmts.append(Stmt(UPSERT_FACTS.format(rows=", ".join([ROW] * len(chunk)),
                                                    guard=revoked), (*args, *guard_args)))
         new_version = expected_version + 1
         # A nonce per push, not per attempt: the client's own retry of this request after a
@@ -478,7 +246,7 @@ class SqlRemote:
                           "device_id = ?), EXISTS (SELECT 1 FROM evoclaw_keys WHERE agent_id = ?)",
                           (agent_id, device_id, agent_id)))
         stmts.append(Stmt(
-            f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND rowid > ? "
+            f"SELECT rowid, {FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND rowid > ? "
             "AND (device_id IS NULL OR device_id != ?) ORDER BY rowid LIMIT ?",
             (agent_id, pull_after, device_id, pull_limit)))
         results = self.sql.transaction(stmts)
@@ -535,12 +303,12 @@ class SqlRemote:
         try:
             # The page as ONE JSON value built by the server: a third of the bytes of Hrana's
             # typed per-value encoding, and one decode instead of eleven conversions a row.
-            return self.sql.execute(_PAGE_AS_JSON, args).rows[0][0] or "[]"
+            return self.sql.execute(PAGE_AS_JSON, args).rows[0][0] or "[]"
         except RemoteError as exc:
             if "blob" not in str(exc).lower():
                 raise
             # JSON cannot carry BLOBs (a row some other tool wrote): the plain, typed way.
-            return self.sql.execute(_PAGE_AS_ROWS, args).rows
+            return self.sql.execute(PAGE_AS_ROWS, args).rows
 
     def open_page(self, page: Union[str, list]) -> list[tuple[int, Fact]]:
         """(rowid, fact) pairs of a downloaded page; rows that do not open are skipped."""
@@ -563,7 +331,7 @@ class SqlRemote:
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             rows = self.sql.execute(
-                f"SELECT {_FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND id IN "
+                f"SELECT {FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND id IN "
                 f"({','.join('?' * len(chunk))})", (agent_id, *chunk)).rows
             out += self._facts(rows)
         return out
@@ -583,7 +351,7 @@ class SqlRemote:
             "SELECT 'state', push_nonce, version FROM critical_state WHERE agent_id = ? "
             "UNION ALL "
             "SELECT 'rowid', NULL, MAX(rowid) FROM cold_memories WHERE agent_id = ? UNION ALL "
-            f"SELECT 'bucket', {_BUCKET} AS b, COUNT(*) FROM cold_memories WHERE agent_id = ? "
+            f"SELECT 'bucket', {BUCKET} AS b, COUNT(*) FROM cold_memories WHERE agent_id = ? "
             "GROUP BY b", (agent_id, agent_id, width, agent_id)).rows
         counts = ArchiveCounts()
         for kind, bucket, value in rows:
@@ -602,7 +370,7 @@ class SqlRemote:
         for start in range(0, len(buckets), 500):
             chunk = buckets[start:start + 500]
             found.update(r[0] for r in self.sql.execute(
-                f"SELECT id FROM cold_memories WHERE agent_id = ? AND {_BUCKET} IN "
+                f"SELECT id FROM cold_memories WHERE agent_id = ? AND {BUCKET} IN "
                 f"({','.join('?' * len(chunk))})", (agent_id, width, *chunk)).rows)
         return found
 
@@ -633,7 +401,7 @@ class SqlRemote:
             where.append("instr(lower(text), lower(?)) > 0")
             args.append(text)
         fetch = limit * 20 if text and self.codec.encrypted else limit
-        rows = self.sql.execute(f"SELECT {_FACT_COLS} FROM cold_memories WHERE "
+        rows = self.sql.execute(f"SELECT {FACT_COLS} FROM cold_memories WHERE "
                                 f"{' AND '.join(where)} ORDER BY created_at DESC LIMIT ?",
                                 (*args, fetch)).rows
         facts = self._facts(rows)
@@ -669,7 +437,7 @@ class SqlRemote:
         `keep_prefix` (today's sealed form under the current key): what a re-seal rewrites."""
         self._ready()
         return self.sql.execute(
-            f"SELECT rowid, {_FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND rowid > ? "
+            f"SELECT rowid, {FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND rowid > ? "
             "AND substr(text, 1, ?) != ? ORDER BY rowid LIMIT ?",
             (agent_id, after_rowid, len(keep_prefix), keep_prefix, limit)).rows
 
@@ -719,7 +487,7 @@ class SqlRemote:
 def split_statements(sql: str) -> list[str]:
     """The statements of a migration file (ours end each statement with ';' at a line end)."""
     body = "\n".join(line for line in sql.splitlines() if not line.strip().startswith("--"))
-    return [s.strip() for s in _STATEMENT_SPLIT.split(body + "\n") if s.strip()]
+    return [s.strip() for s in STATEMENT_SPLIT.split(body + "\n") if s.strip()]
 
 
 def migrations_after(version: int) -> list[tuple[int, str, str]]:

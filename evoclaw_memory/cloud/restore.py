@@ -27,7 +27,8 @@ from evoclaw_memory.tiers.scoring import score
 from evoclaw_memory.store.local import LocalStore
 from evoclaw_memory.cloud.engine import KV_PULL_CURSOR, KV_REMOTE_VERSION
 from evoclaw_memory.cloud.keys import KV_RECORD, KV_RING
-from evoclaw_memory.cloud.remote import CriticalState, Remote, cloud_seconds
+from evoclaw_memory.cloud.codec import CriticalState, cloud_seconds
+from evoclaw_memory.cloud.remote import Remote
 
 PAGE_SIZE = 10_000              # rows per request and per local transaction (~4 MB of JSON)
 WARM_WINDOW_DAYS = 60           # warm candidates: younger facts (a 0.3 score needs age < ~57 d

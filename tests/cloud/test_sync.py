@@ -252,11 +252,11 @@ def test_archive_rows_json_cannot_carry_still_restore(cloud, tmp_path):
 def test_archive_queries_do_not_read_every_fact_of_the_agent(tmp_path):
     """Without statistics SQLite would pick the (agent_id, ...) index for these and then read
     and sort every fact of the agent: for each page of a mirror, each push, each lookup."""
-    from evoclaw_memory.cloud import remote as remote_mod
+    from evoclaw_memory.cloud import statements
     with SqlRemote(FileExecutor(tmp_path / "cloud.db"), label="file") as remote:
         remote.ensure_schema()
         plans = {
-            "page": remote_mod._PAGE_AS_ROWS,
+            "page": statements.PAGE_AS_ROWS,
             "by id": "SELECT id FROM cold_memories WHERE +agent_id = ? AND id IN (?, ?)",
         }
         for name, sql in plans.items():

@@ -1,0 +1,191 @@
+"""Codecs: cloud rows and the critical state to and from what the cloud stores.
+
+`PlainCodec` writes rows as the original skill did (clear text); `SealedCodec` seals them
+with the agent's keyring. Both decode a row through the same checks (`fact_from_row`), and
+`cloud_seconds` reads a row's time exactly as written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import msgspec
+
+from evoclaw_memory import validate
+from evoclaw_memory.errors import CryptoError, RemoteError, ValidationError
+from evoclaw_memory.models import Fact, HotState, Metadata, TreeNode
+
+class CriticalState(msgspec.Struct, omit_defaults=True):
+    """Hot memory + tree: what a device needs to wake up as itself (critical_state.data)."""
+
+    hot: HotState
+    tree: list[TreeNode] = []
+    updated_at: float = 0.0
+    device_id: str = ""
+
+
+_state_decoder = msgspec.json.Decoder(CriticalState)
+_meta_decoder = msgspec.json.Decoder(Metadata)
+_encoder = msgspec.json.Encoder()
+
+
+def encode_state(state: CriticalState) -> str:
+    return _encoder.encode(state).decode()
+
+
+def decode_state(data: str) -> CriticalState:
+    """critical_state.data: ours, or the original skill's bare hot state (read as hot only)."""
+    try:
+        return _state_decoder.decode(data)
+    except msgspec.ValidationError:
+        pass
+    except msgspec.DecodeError as exc:
+        raise RemoteError(f"critical_state.data is not JSON: {exc}") from exc
+    # Not ours as it stands: the original skill's bare hot state, or ours with one bad entry
+    # (an older release stored NaN as null). Keep every entry that reads rather than
+    # adopting an empty state, which the next merge would push over the good one.
+    try:
+        raw = json.loads(data, parse_constant=lambda _token: None)
+    except (ValueError, RecursionError) as exc:
+        raise RemoteError(f"critical_state.data is not JSON: {exc}") from exc
+    target = CriticalState if isinstance(raw, dict) and "hot" in raw else HotState
+    try:
+        state, _dropped = validate.salvage(raw, target)
+    except ValidationError:
+        return CriticalState(hot=HotState())
+    return state if isinstance(state, CriticalState) else CriticalState(hot=state)
+
+
+# Epoch seconds of 3000-01-01, the bound the store validates every timestamp against.
+SECONDS_BOUND = 32_503_680_000
+
+
+def cloud_seconds(created_at) -> float:
+    """A cloud row's created_at in epoch seconds, exactly as written.
+
+    Rows are written in seconds, by this library and by the original skill alike
+    (`str(int(time.time()))`). Every valid time is below SECONDS_BOUND, so a value at or
+    past it cannot be seconds: only then is it read as milliseconds (a hand-written or
+    foreign row); no time in seconds is ever reinterpreted."""
+    value = float(created_at or 0)
+    return value / 1000.0 if value >= SECONDS_BOUND else value
+
+
+def fact_from_row(row: tuple) -> Fact:
+    (fid, text, category, importance, created_at, access_count, metadata, source, last_access,
+     superseded_by) = row
+    try:
+        # Most facts carry no links: skip the decoder for them (a mirror opens 100k rows).
+        meta = Metadata() if not metadata or metadata == "{}" else _meta_decoder.decode(metadata)
+    except msgspec.MsgspecError:
+        meta = Metadata()
+    created = cloud_seconds(created_at)
+    # The same checks as every other entry point: a row another device (or an old release)
+    # wrote with a value this device could not store again is skipped with its reason.
+    return Fact(id=validate.text("cloud fact id", fid, max_len=64),
+                text=validate.text("cloud fact text", text),
+                category=validate.category(category),
+                importance=0.5 if importance is None else validate.importance(importance),
+                created_at=validate.timestamp("cloud fact created_at", created),
+                last_access=validate.timestamp("cloud fact last_access", last_access)
+                if last_access else created,
+                access_count=validate.integer("cloud fact access_count", access_count or 0,
+                                              0, validate.INT_MAX),
+                metadata=validate.metadata(meta) or Metadata(),
+                source=validate.text("cloud fact source", source or "legacy", max_len=64),
+                tier="cold", superseded_by=validate.optional_text("cloud fact superseded_by",
+                                                                  superseded_by, max_len=64))
+
+
+def _whole_seconds(value: float) -> int:
+    """created_at as the cloud's INTEGER; an infinite one (an old or damaged row) is refused
+    like any value SQLite cannot hold."""
+    if not math.isfinite(value):
+        raise ValidationError(f"created_at {value} does not fit SQLite's 64-bit range")
+    return int(value)
+
+
+class PlainCodec:
+    """Rows as the original skill wrote them: text and categories in clear."""
+
+    encrypted = False
+
+    def fact_args(self, agent_id: str, device_id: str, fact: Fact) -> tuple:
+        return (fact.id, agent_id, fact.text, fact.category, fact.importance,
+                _whole_seconds(fact.created_at), fact.access_count,
+                _encoder.encode(fact.metadata).decode(), fact.source, fact.last_access,
+                fact.superseded_by, device_id)
+
+    def fact(self, row: tuple) -> Fact:
+        return fact_from_row(row)
+
+    def state_data(self, state: CriticalState) -> str:
+        return encode_state(state)
+
+    def state(self, data: str) -> CriticalState:
+        return decode_state(data)
+
+    def category(self, path: str) -> str:
+        return path
+
+
+class SealedCodec(PlainCodec):
+    """Rows sealed with the agent's keyring: the cloud sees ciphertext and keyed hashes.
+
+    A sealed category is stored as "<keyed hash> <sealed path>": the hash lets the database
+    filter by category, the sealed path gives it back to a device. Clear on the wire and in
+    the cloud: ids, agent id, importance, times, access counts, supersession links, device
+    ids, and the sizes of everything; each sealed value also authenticates importance,
+    created_at, superseded_by and the category hash (enc:v2, SECURITY.md)."""
+
+    encrypted = True
+
+    def __init__(self, keyring):
+        from evoclaw_memory.cloud.crypto import clear_context, is_sealed    # cryptography loads only when used
+        self.ring = keyring
+        self._clear = clear_context
+        self._is_sealed = is_sealed
+
+    def fact_args(self, agent_id: str, device_id: str, fact: Fact) -> tuple:
+        # Every value is bound to the clear columns the cloud filters by (enc:v2): a push
+        # re-sends the whole row, so a supersession re-seals it with its new link.
+        importance = round(float(fact.importance), 6)
+        created_at = _whole_seconds(fact.created_at)
+        token = self.ring.category_token(fact.category)
+        clear = self._clear(importance, created_at, fact.superseded_by, token)
+        meta = "{}" if fact.metadata.is_empty() else self.ring.seal(
+            _encoder.encode(fact.metadata).decode(), fact.id, "metadata", clear)
+        category = token + " " + self.ring.seal(fact.category, fact.id, "category", clear)
+        return (fact.id, agent_id, self.ring.seal(fact.text, fact.id, "text", clear), category,
+                importance, created_at, fact.access_count, meta, fact.source,
+                fact.last_access, fact.superseded_by, device_id)
+
+    def fact(self, row: tuple) -> Fact:
+        fid, text, category, importance, created_at, access_count, meta, *rest = row
+        token, _, sealed_category = (category or "").partition(" ")
+        clear = self._clear(importance, created_at, rest[-1], token)
+        if meta and meta != "{}":
+            meta = self.ring.open(meta, fid, "metadata", clear)
+        return fact_from_row((fid, self.ring.open(text, fid, "text", clear),
+                               self.ring.open(sealed_category, fid, "category", clear),
+                               importance, created_at, access_count, meta, *rest))
+
+    def fact_any(self, row: tuple, allow_plain: bool) -> Fact:
+        """A row sealed under any key of the ring, or (allow_plain: the archive from before
+        `key init`) a clear one; the re-seal reads rows this way."""
+        if self._is_sealed(row[1]):
+            return self.fact(row)
+        if not allow_plain:
+            raise CryptoError(f"row {row[0]}: text is in clear in an encrypted archive "
+                              "(written around the keys)")
+        return fact_from_row(row)
+
+    def state_data(self, state: CriticalState) -> str:
+        return self.ring.seal(encode_state(state), "critical_state", "data")
+
+    def state(self, data: str) -> CriticalState:
+        return decode_state(self.ring.open(data, "critical_state", "data"))
+
+    def category(self, path: str) -> str:
+        return self.ring.category_token(path)

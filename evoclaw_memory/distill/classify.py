@@ -1,0 +1,155 @@
+"""What a sentence is worth and where it belongs: keep or drop, importance, category.
+
+Pure rules over analysed sentences (signals.Sentence) and the known category paths.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Sequence
+
+from evoclaw_memory.distill.lexicon import STOPWORDS, TOPIC_ORDER, TOPIC_PATHS, keyword_regex, stem, variants
+from evoclaw_memory.distill.signals import WORD_RE, Sentence, analyse, starts_word
+
+# Signal points (see `info_score`) a sentence needs to become a fact.
+CONVERSATION_MIN_SCORE = 2
+
+
+def is_informative(sentence: Sentence, min_score: int) -> bool:
+    """Whether a sentence says enough to become a fact (questions need more)."""
+    if sentence.filler or not sentence.substantive:
+        return False
+    score = sentence.score
+    if sentence.question:
+        # A question is worth keeping only for what it carries: "can you save https://..." or
+        # "remind me that Maya's dentist is on 8 December?"; "what's the weather?" is not.
+        carries = sentence.names or {"date", "number"} & sentence.flags
+        return bool(sentence.items) or (bool(carries) and score >= min_score + 1)
+    return score >= min_score
+
+
+def importance_of(sentence: Sentence, from_assistant: bool = False) -> float:
+    """0..1: explicit 'remember'/'always', health, family and credentials weigh most."""
+    flags = sentence.flags
+    value = 0.4
+    value += 0.3 if "remember" in flags else 0.0
+    value += 0.2 if {"credential", "contact"} & flags else 0.0
+    value += 0.15 if "health" in sentence.topics else 0.0
+    value += 0.1 if "family" in sentence.topics else 0.0
+    value += 0.1 if "preference" in flags else 0.0
+    value += 0.1 if "decision" in flags else 0.0
+    value += 0.05 if sentence.items else 0.0
+    value += 0.05 if "date" in flags else 0.0
+    value += 0.05 if sentence.names else 0.0
+    value -= 0.1 if sentence.score <= CONVERSATION_MIN_SCORE else 0.0  # chit-chat
+    value -= 0.1 if from_assistant else 0.0
+    return round(min(1.0, max(0.05, value)), 2)
+
+
+_SEGMENT_RE = re.compile(r"[^a-z0-9_-]+")
+_PROJECT_RE = re.compile(
+    r"\bproject\s+(?:called\s+|named\s+)?[\"“']?(?P<after>[A-Za-z0-9][\w-]{1,30})"
+    r"|\b(?P<before>[A-Z][\w-]{1,30})\s+project\b"
+)
+
+
+class CategoryIndex:
+    """Known category paths indexed by the word forms of their segments.
+
+    Built once per call, so that matching a sentence is one regex call and a few look-ups,
+    not a loop over every path and segment.
+    """
+
+    def __init__(self, known_categories: Sequence[str]) -> None:
+        self.paths = list(known_categories)
+        self.segment_counts: list[int] = []
+        self.forms: dict[str, list[tuple[int, int]]] = {}
+        for path_index, path in enumerate(self.paths):
+            segments = path.lower().split("/")
+            self.segment_counts.append(len(segments))
+            for segment_index, segment in enumerate(segments):
+                forms = {stem(segment)} | {
+                    stem(part) for part in re.split(r"[-_]", segment) if len(part) > 2
+                }
+                for form in forms - STOPWORDS:
+                    self.forms.setdefault(form, []).append((path_index, segment_index))
+        # Surface forms ("pets", "allergies", "biscuit's") of every segment form, to find
+        # the segments a sentence names with one regex call.
+        self.surface = {variant: form for form in self.forms for variant in variants(form)}
+        self.surface_re = keyword_regex(self.surface) if self.surface else None
+
+    def named_in(self, text: str) -> set[str]:
+        """The segment forms that `text` names as words."""
+        if self.surface_re is None:
+            return set()
+        lowered = text.lower().replace("’", "'")
+        found = set()
+        for match in self.surface_re.finditer(lowered):
+            if starts_word(lowered, match.start()):
+                word = match.group()
+                found.add(self.surface.get(word) or self.surface[word[:-2]])
+        return found
+
+    def best(self, words: Iterable[str], derived: Iterable[str]) -> str | None:
+        """2 per segment named in the text, 1 per segment implied, -0.25 per other segment."""
+        weights: dict[tuple[int, int], int] = {}
+        for form in derived:
+            for key in self.forms.get(form, ()):
+                weights[key] = 1
+        for form in words:
+            for key in self.forms.get(form, ()):
+                weights[key] = 2
+        if not weights:
+            return None
+        totals: dict[int, list[int]] = {}
+        for (path_index, _), weight in weights.items():
+            total = totals.setdefault(path_index, [0, 0])
+            total[0] += weight
+            total[1] += 1
+        # Highest score; on a tie the path listed first (deterministic).
+        best_index = max(
+            totals, key=lambda i: (totals[i][0] - 0.25 * (self.segment_counts[i] - totals[i][1]), -i)
+        )
+        return self.paths[best_index]
+
+
+def choose_category(text: str, known_categories: Sequence[str], hints: Iterable[str] = ()) -> str:
+    """The known category whose path segments best match `text`, else a new path from its topic."""
+    sentence = analyse(text, [(0, len(text))]).sentences[0]
+    return category_for(sentence, CategoryIndex(known_categories), terms_of_hints(hints))
+
+
+def terms_of_hints(hints: Iterable[str]) -> set[str]:
+    """What hints (a markdown heading, say) imply: their word stems and their lexicon terms."""
+    terms: set[str] = set()
+    for hint in hints:
+        terms.update(stem(word.lower()) for word in WORD_RE.findall(hint))
+        if hint.strip():
+            terms.update(analyse(hint, [(0, len(hint))]).sentences[0].terms)  # 家人 -> family
+    return terms - STOPWORDS
+
+
+def category_for(sentence: Sentence, index: CategoryIndex, hint_terms: set[str]) -> str:
+    derived = sentence.terms | hint_terms | (sentence.flags & {"preference", "profile"})
+    return index.best(index.named_in(sentence.text), derived) or _new_category(sentence)
+
+
+def _new_category(sentence: Sentence) -> str:
+    project = _PROJECT_RE.search(sentence.text) if "roject" in sentence.text else None
+    if project:
+        name = slug(project.group("after") or project.group("before"))
+        if name and name not in STOPWORDS:
+            return f"projects/{name}"
+    if "preference" in sentence.flags:
+        return "owner/preferences"
+    if "profile" in sentence.flags:
+        return "owner/profile"
+    for topic in TOPIC_ORDER:
+        if topic in sentence.topics:
+            return TOPIC_PATHS[topic]
+    return "general"
+
+
+def slug(segment: str) -> str:
+    """One category segment: lowercase `[a-z0-9_-]`, at most 32 characters."""
+    return _SEGMENT_RE.sub("-", segment.lower()).strip("-_")[:32].strip("-_")
