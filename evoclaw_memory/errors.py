@@ -44,6 +44,14 @@ class StoreError(EvoclawError):
     exit_code = 4
 
 
+class DamagedStoreError(StoreError):
+    """The database of an agent folder that held memory is missing, empty or unreadable."""
+
+
+class ReadOnlyStoreError(StoreError):
+    """The database or its folder cannot be written by this process."""
+
+
 class RemoteError(EvoclawError):
     """The cloud side failed."""
 

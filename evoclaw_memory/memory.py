@@ -1,46 +1,41 @@
-"""Memory: the one object an agent holds. Composes the store, the tiers and retrieval.
+"""Memory: the one object an agent holds; the API, which validates and delegates.
 
-Every mutation runs in one local transaction together with its outbox entry (for the sync
-engine) and its audit row; nothing here touches the network.
+It composes a LocalStore (store/), the keepers that apply the tier rules to it (TreeKeeper:
+the tree and its counts; WarmKeeper: inserts, eviction, archive), retrieval, and the
+lifecycle modules (conversation end, consolidation, distillation, the cloud side). Every
+mutation runs in one local transaction together with its outbox entry (for the sync engine)
+and its audit row; nothing but the cloud methods touches the network.
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import datetime as dt
 import json
 import os
-import secrets
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Union
 
-import msgspec
-
-from evoclaw_memory.tiers import hot as hot_rules
-from evoclaw_memory.tiers import tree as tree_rules
 from evoclaw_memory import validate
 from evoclaw_memory.config import Config, load_config, private_dir, validate_agent_id
-from evoclaw_memory.errors import ConfigError, LimitError, NotFoundError, ValidationError
-from evoclaw_memory.limits import (CONTEXT_RETRIEVED_MAX_BYTES, FACT_MAX_TEXT, INPUT_MAX_BYTES, TIER_HOT)
+from evoclaw_memory.errors import ConfigError, NotFoundError, ValidationError
+from evoclaw_memory.lifecycle import cloud_side, distillation
+from evoclaw_memory.limits import CONTEXT_RETRIEVED_MAX_BYTES, FACT_MAX_TEXT, INPUT_MAX_BYTES, TIER_HOT
 from evoclaw_memory.models import Fact, FactDraft, HotState, Metadata, RetrievalResult, TreeNode
 from evoclaw_memory.retrieval.retriever import KeywordNavigator, Retriever, TreeNavigator
-from evoclaw_memory.tiers.scoring import score, tier_of
+from evoclaw_memory.store import intake
 from evoclaw_memory.store.local import LocalStore
-from evoclaw_memory.text import collapse_spaces, key_and_body, normalized_key
-from evoclaw_memory.tiers.warm import belongs_in_cold, eviction_plan, fact_size
+from evoclaw_memory.store.tree_keeper import TreeKeeper
+from evoclaw_memory.store.warm_keeper import WarmKeeper, new_id
+from evoclaw_memory.text import collapse_spaces, normalized_key
+from evoclaw_memory.tiers import hot as hot_rules
+from evoclaw_memory.tiers import tree as tree_rules
+from evoclaw_memory.tiers.scoring import score, tier_of
+
+__all__ = ["Memory", "new_id"]     # new_id: agent/legacy.py imports it from here
 
 Timestamp = Union[float, int, dt.datetime, None]
-# Below this share of the cap, eviction by size stops: evicting a batch at once keeps
-# `remember` from re-planning eviction on every call once warm is full.
-WARM_LOW_WATER = 0.9
-
-
-def new_id() -> str:
-    """A random fact/entry id (64 bits, hex): unique across devices without coordination."""
-    return secrets.token_hex(8)
 
 
 def _epoch(value: Timestamp, now: float) -> float:
@@ -69,6 +64,8 @@ class Memory:
         self.llm = None              # LLMClient when an LLM is configured (see open)
         self._owns_llm = False
         self.distill_llm: Optional[bool] = None   # what distill(llm=None) does (None: auto)
+        self.trees = TreeKeeper(store, clock)     # the tree, kept true to the facts
+        self.facts = WarmKeeper(store, config, self.trees)   # inserts, eviction, archive
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -143,26 +140,7 @@ class Memory:
         source = validate.text("source", source, max_len=64)
         created = _epoch(created_at, now)
         meta = self._metadata(text, metadata)
-        with self.store.transaction():
-            warm_before = self.store.warm_bytes()     # before this call writes anything
-            key = normalized_key(text)
-            twin = self.store.find_live_by_norm_key(key)
-            if twin is not None:
-                self._reinforce([twin.id], now, op="remember.duplicate")
-                return self.store.get_fact(twin.id)  # type: ignore[return-value]
-            category = self._ensure_category(category, now)
-            fact = Fact(id=new_id(), text=text, category=category, importance=float(importance),
-                        created_at=created, last_access=created,
-                        metadata=meta, source=source)
-            if belongs_in_cold(fact.importance, created, 0, now,
-                               retention_days=self.config.warm_retention_days,
-                               decay_days=self.config.decay_days,
-                               access_boost=self.config.access_boost):
-                fact.tier = "cold"
-            size = self._insert(fact, key, now, op="remember")
-            if fact.tier == "warm" and fact.id in self._evict_over_cap(now, warm_before + size):
-                fact.tier = "cold"
-        return fact
+        return self.facts.add(text, category, importance, created, meta, source, now)
 
     def _check_text(self, text: str) -> str:
         validate.text("fact text", text)
@@ -183,116 +161,15 @@ class Memory:
         found = extract_metadata(text)
         return merge_metadata(metadata, found) if metadata else found
 
+    # The write path's internals, kept for agent/legacy.py (its import inserts through them).
     def _insert(self, fact: Fact, key: str, now: float, op: str, enqueue: bool = True) -> int:
-        """Insert a new fact with its counts, outbox entry and audit row; returns its size."""
-        size = fact_size(fact.text, fact.metadata)
-        self.store.insert_fact(fact, key, size, _index_body(fact))
-        live = fact.superseded_by is None
-        self.store.adjust_counts(fact.category, warm=live and fact.tier == "warm",
-                                 cold=live and fact.tier == "cold")
-        if enqueue:
-            # The fact's entry also stands for the tree counts it changed: the sync engine
-            # pushes the critical state with every batch of facts, so no state entry is
-            # needed (deleting and re-adding it cost remember() about a page a call).
-            self.store.enqueue_fact(fact.id, now)
-        self.store.audit(op, fact.id, f"{fact.tier} {fact.category}", now)
-        return size
+        return self.facts.insert(fact, key, now, op, enqueue)
 
     def _ensure_category(self, category: str, now: float) -> str:
-        """The category to file under: `category`, created if needed (rebalancing a full tree).
-
-        A fact is never refused for want of room: when the tree cannot take the path even
-        after rebalancing, the fact goes to the closest existing node."""
-        if self.store.has_node(category):
-            return category
-        nodes = self.store.tree_nodes()
-        for _ in range(tree_rules.TREE_MAX_NODES):
-            try:
-                new_nodes = tree_rules.add(nodes, category, "", now)
-            except LimitError:
-                victim = tree_rules.rebalance_victim(nodes, category)
-                if victim is None or not self._merge_into_parent(victim, now):
-                    break
-                nodes = self.store.tree_nodes()
-                continue
-            self._save_tree(nodes, new_nodes, op="tree.add")
-            return category
-        return tree_rules.closest_existing(nodes, category)
-
-    def _merge_into_parent(self, node: TreeNode, now: float) -> bool:
-        """Rebalance: move a leaf's facts to its parent and remove the leaf."""
-        parent = tree_rules.parent_of(node.path)
-        if parent is None:
-            return False
-        moved = self.store.fact_ids_in_category(node.path)
-        for fact_id in moved:
-            self._recategorize(fact_id, parent, now)
-        self.store.delete_node(node.path)
-        self.store.enqueue_state(now)
-        self.store.audit("tree.rebalance", node.path, f"merged into {parent} ({len(moved)} facts)", now)
-        return True
-
-    def _recategorize(self, fact_id: str, category: str, now: float) -> None:
-        fact = self.store.get_fact(fact_id)
-        if fact is None or fact.category == category:
-            return
-        self.store.set_category(fact_id, category)
-        live = fact.superseded_by is None
-        self.store.adjust_counts(fact.category, warm=-(live and fact.tier == "warm"),
-                                 cold=-(live and fact.tier == "cold"))
-        self.store.adjust_counts(category, warm=live and fact.tier == "warm",
-                                 cold=live and fact.tier == "cold")
-        self.store.reindex_fact(fact_id, _index_body(msgspec.structs.replace(fact, category=category)))
-        self.store.enqueue_fact(fact_id, now)
-
-    def _save_tree(self, old: list[TreeNode], new: list[TreeNode], op: str) -> None:
-        now = self.clock()
-        old_paths = {n.path: n for n in old}
-        for node in new:
-            if old_paths.get(node.path) != node:
-                self.store.upsert_node(node)
-                self.store.audit(op, node.path, node.description, now)
-        for path in set(old_paths) - {n.path for n in new}:
-            self.store.delete_node(path)
-            self.store.audit(op, path, "removed", now)
-        self.store.enqueue_state(now)
+        return self.trees.ensure_category(category, now)
 
     def _evict_over_cap(self, now: float, warm_total: Optional[int] = None) -> list[str]:
-        """Archive the weakest warm facts while warm is over its cap; returns their ids.
-
-        `warm_total` is the warm bytes as the caller knows them after its own writes
-        (default: the store's count). The total after eviction is left with the store, so the
-        next remember() need not recount it."""
-        total = self.store.warm_bytes() if warm_total is None else warm_total
-        plan: list[str] = []
-        if total > self.config.warm_max_bytes:
-            rows = self.store.warm_rows()
-            plan = eviction_plan(rows, now,
-                                 max_bytes=int(self.config.warm_max_bytes * WARM_LOW_WATER),
-                                 retention_days=self.config.warm_retention_days,
-                                 decay_days=self.config.decay_days,
-                                 access_boost=self.config.access_boost)
-            self._archive(plan, now, op="evict.cap")
-            gone = set(plan)
-            total = sum(row[4] for row in rows if row[0] not in gone)
-        self.store.note_warm_bytes(total)
-        return plan
-
-    def _archive(self, fact_ids: list[str], now: float, op: str) -> None:
-        """Move warm facts to the cold archive (never a drop) and keep counts true."""
-        # One statement per kind of write, not per fact: an eviction round moves ~50 facts.
-        moved = [f for f in self.store.facts_by_ids(fact_ids) if f.tier == "warm"]
-        self.store.set_tier([f.id for f in moved], "cold")
-        live_per_category = collections.Counter(f.category for f in moved
-                                                if f.superseded_by is None)
-        for category, n in live_per_category.items():
-            self.store.adjust_counts(category, warm=-n, cold=n)
-        # No outbox entry: the cloud archive already holds every fact, and warm/cold is
-        # only where this device keeps it.
-        self.store.audit_many(op, [(f.id, f"archived {f.category}") for f in moved], now)
-        if fact_ids:
-            self.store.incr_metric("evictions", len(fact_ids))
-            self.store.enqueue_state(now)
+        return self.facts.evict_over_cap(now, warm_total)
 
     def get(self, fact_id: str) -> Fact:
         """The fact with this id (NotFoundError if none)."""
@@ -307,14 +184,7 @@ class Memory:
         old, new = self.get(old_id), self.get(new_id_)
         if old.id == new.id:
             raise ValidationError("a fact cannot supersede itself")
-        with self.store.transaction():
-            self.store.set_superseded(old.id, new.id)
-            if old.superseded_by is None:
-                self.store.adjust_counts(old.category, warm=-(old.tier == "warm"),
-                                         cold=-(old.tier == "cold"))
-            self.store.enqueue_fact(old.id, now)
-            self.store.enqueue_state(now)
-            self.store.audit("supersede", old.id, f"by {new.id}", now)
+        self.facts.supersede(old, new, now)
 
     # -- retrieval ---------------------------------------------------------------------------
 
@@ -333,14 +203,9 @@ class Memory:
         with self.store.transaction():
             self.store.incr_metric("retrievals")
             if results:
-                self._reinforce([r.fact.id for r in results], now, op="retrieve")
+                self.facts.reinforce([r.fact.id for r in results], now, op="retrieve")
                 self.store.touch_nodes({r.path for r in results if r.path}, now)
         return results
-
-    def _reinforce(self, fact_ids: list[str], now: float, op: str) -> None:
-        self.store.reinforce(fact_ids, now)
-        self.store.incr_metric("reinforcements", len(fact_ids))
-        self.store.audit(op, ",".join(fact_ids)[:500], "reinforced", now)
 
     def search_url(self, fragment: str, limit: int = 20) -> list[Fact]:
         """Facts whose URLs, commands, paths or text contain `fragment`."""
@@ -431,59 +296,19 @@ class Memory:
 
     def tree_add(self, path: str, description: str = "") -> TreeNode:
         """Add a node (and missing parents); refused with LimitError when a limit would break."""
-        with self.store.transaction():
-            old = self.store.tree_nodes()
-            new = tree_rules.add(old, path, description, self.clock())
-            self._save_tree(old, new, op="tree.add")
-        clean = tree_rules.validate_path(path)
-        return next(n for n in new if n.path == clean)
+        return self.trees.add(path, description)
 
     def tree_remove(self, path: str) -> None:
         """Remove a node and its empty descendants; refused while any of them holds facts."""
-        with self.store.transaction():
-            old = self.store.tree_nodes()
-            clean = tree_rules.validate_path(path)
-            new = tree_rules.remove(old, clean, self.store.count_under(clean))
-            self._save_tree(old, new, op="tree.remove")
+        self.trees.remove(path)
 
     def tree_prune(self, idle_days: Optional[float] = None) -> list[str]:
         """Remove empty nodes idle for 60 days (configurable); returns the removed paths."""
-        now = self.clock()
-        with self.store.transaction():
-            old = self.store.tree_nodes()
-            holders = {c for c, _ in self.store.conn.execute(
-                "SELECT DISTINCT category, 1 FROM facts")}
-            kwargs = {} if idle_days is None else {"idle_days": idle_days}
-            gone = tree_rules.prunable(old, now, holders, **kwargs)
-            if gone:
-                self._save_tree(old, [n for n in old if n.path not in gone], op="tree.prune")
-        return gone
+        return self.trees.prune(idle_days)
 
     def recount_tree(self) -> int:
         """Recompute every node's counts from the facts; returns how many nodes changed."""
-        counts = self.store.category_counts()
-        changed = 0
-        now = self.clock()
-        with self.store.transaction():
-            nodes = self.store.tree_nodes()
-            known = {n.path for n in nodes}
-            strays = set(counts) - known
-            for category in strays:                 # facts filed outside the tree: adopt them
-                target = self._ensure_category(category, now)
-                if target != category:
-                    for fact_id in self.store.fact_ids_in_category(category):
-                        self._recategorize(fact_id, target, now)
-            if strays:              # counting scans every fact: only again if facts moved
-                counts = self.store.category_counts()
-            for node in self.store.tree_nodes():
-                warm, cold = counts.get(node.path, (0, 0))
-                if (warm, cold) != (node.warm_count, node.cold_count):
-                    self.store.upsert_node(msgspec.structs.replace(node, warm_count=warm,
-                                                                  cold_count=cold))
-                    changed += 1
-            if changed:
-                self.store.enqueue_state(now)
-        return changed
+        return self.trees.recount()
 
     # -- distillation, notes, consolidation ---------------------------------------------------
 
@@ -495,79 +320,14 @@ class Memory:
         llm: None follows `self.distill_llm` (None: the LLM when one is configured), True
         requires it, False uses rules. `mode` says what ran: "llm", "rules", or
         "rules-fallback" (the LLM failed; the reason is in `llm_error`)."""
-        from evoclaw_memory.distill.rules import core_summary, distill_facts, distill_structured
         validate.conversation(messages)
         _check_input_size(messages)
-        nodes = self.store.tree_nodes()
-        record = distill_structured(messages)
-        result: dict[str, Any] = {"record": record, "summary": core_summary(record),
-                                  "facts": [], "mode": "rules", "hot_updates": [],
-                                  "supersedes": [], "duplicates": [], "llm_calls": 0}
-        if llm is None:
-            llm = self.distill_llm
-        if llm and self.llm is None:
-            raise ConfigError("no LLM configured: set EVOCLAW_LLM_BASE_URL and "
-                              "EVOCLAW_LLM_MODEL (or [llm] base_url in config.toml), or use "
-                              "rule mode")
-        if self.llm is not None and llm is not False:
-            from evoclaw_memory.errors import EvoclawError
-            from evoclaw_memory.llm.distill import conversation_text, conversation_turns, distill_with_llm, \
-                related_facts
-            turns = conversation_turns(messages)
-            if turns:
-                calls = self.llm.stats.calls
-                try:
-                    related = related_facts(self.store, conversation_text(turns))
-                    out = distill_with_llm(self.llm, turns, nodes, related, self.clock())
-                except EvoclawError as exc:
-                    result["mode"], result["llm_error"] = "rules-fallback", str(exc)
-                else:
-                    result.update(out, mode="llm", summary=out["summary"] or result["summary"])
-                result["llm_calls"] = self.llm.stats.calls - calls
-                if result["mode"] == "llm":
-                    return result
-        result["facts"] = distill_facts(messages, [n.path for n in nodes])
-        return result
+        return distillation.distill(self, messages, self.distill_llm if llm is None else llm)
 
     def apply_distillation(self, result: dict[str, Any]) -> dict[str, Any]:
         """Store a `distill` result in one transaction: its facts (via store_drafts), the
         facts they supersede (kept, marked), the duplicates (reinforced) and hot updates."""
-        from evoclaw_memory.llm.distill import fresh_hot_updates
-        now = self.clock()
-        drafts = list(result.get("facts") or [])
-        replaces = {s["fact"]: s["old_id"] for s in result.get("supersedes") or []}
-        added: list[Fact] = []
-        reinforced: list[Fact] = []
-        superseded: list[str] = []
-        duplicates: list[str] = []
-        applied: list[dict] = []
-        rejected: list[dict] = []
-        with self.store.transaction():
-            for index, draft in enumerate(drafts):
-                stored = self.store_drafts([draft])
-                added += stored["added"]
-                reinforced += stored["reinforced"]
-                fact = (stored["added"] + stored["reinforced"])[0]
-                old = self.store.get_fact(replaces.get(index, ""))
-                if old is not None and old.id != fact.id and old.superseded_by is None:
-                    self.supersede(old.id, fact.id)
-                    superseded.append(old.id)
-            for dup in result.get("duplicates") or []:
-                old = self.store.get_fact(dup.get("old_id", ""))
-                if old is not None and old.superseded_by is None:
-                    self._reinforce([old.id], now, op="distill.duplicate")
-                    duplicates.append(old.id)
-            for update in fresh_hot_updates(list(result.get("hot_updates") or []), self.hot):
-                try:
-                    self.update_hot(update["key"], update["value"])
-                    applied.append(update)
-                except ValidationError as exc:     # one bad update must not lose the rest
-                    rejected.append({**update, "why": str(exc)})
-        return {"added": added, "reinforced": reinforced, "superseded": superseded,
-                "duplicates": duplicates, "hot_updates": applied, "hot_rejected": rejected,
-                "counts": {"added": len(added), "reinforced": len(reinforced),
-                           "superseded": len(superseded), "duplicates": len(duplicates),
-                           "hot_updates": len(applied), "hot_rejected": len(rejected)}}
+        return distillation.apply(self, result)
 
     def store_drafts(self, drafts: Iterable[FactDraft]) -> dict[str, list[Fact]]:
         """Store distilled facts: {'added': [...], 'reinforced': [...]}."""
@@ -630,15 +390,7 @@ class Memory:
         """The configured Remote: Turso/sqld over Hrana, a file, or the embedded default file
         ($EVOCLAW_HOME/cloud.db) when no cloud URL is configured; sealing and opening
         everything with the agent's keys when the memory is end-to-end encrypted."""
-        from evoclaw_memory.cloud.remote import open_remote
-        remote = open_remote(self.config.cloud_url, self.config.cloud_token,
-                             Path(self.config.home) / "cloud.db")
-        try:
-            self.secure_remote(remote, passphrase, recovery_key)
-        except BaseException:
-            remote.close()
-            raise
-        return remote
+        return cloud_side.open_secured(self, passphrase, recovery_key)
 
     def secure_remote(self, remote, passphrase: Optional[str] = None,
                       recovery_key: Optional[str] = None, probe: bool = False):
@@ -648,30 +400,11 @@ class Memory:
         restore does) when the cloud holds a keyring for the agent. No request is made when
         the device already knows: a plaintext push is refused by the cloud-side guard if
         another device turned encryption on meanwhile (see SqlRemote.push)."""
-        from evoclaw_memory.cloud import keys
-        from evoclaw_memory.errors import CryptoError
-        ring = keys.local_keyring(self.store)
-        if ring is not None and not (passphrase or recovery_key):
-            return keys.attach(remote, ring)
-        probed = remote.get_keyring(self.agent_id) if probe else None
-        encrypted_cloud = probed is not None
-        if self.config.encryption == "off":
-            if encrypted_cloud:
-                raise CryptoError("the cloud memory of this agent is end-to-end encrypted but "
-                                  "encryption is \"off\" here: set it to \"auto\" or \"on\"")
-            return remote
-        # A key init this device left unfinished: its keys may be in the cloud already.
-        if encrypted_cloud or self.config.wants_encryption or passphrase or recovery_key \
-                or keys.pending_init(self.store) is not None:
-            keys.attach(remote, keys.unlock_keys(self.store, remote, self.agent_id,
-                                                 passphrase, recovery_key, record_text=probed))
-        return remote
+        return cloud_side.secure_remote(self, remote, passphrase, recovery_key, probe)
 
     def refresh_keys(self, remote) -> None:
         """Adopt the cloud's newer keyring (a rotation on another device) and re-attach it."""
-        from evoclaw_memory.cloud import keys
-        if keys.local_keyring(self.store) is not None:
-            keys.attach(remote, keys.unlock_keys(self.store, remote, self.agent_id))
+        cloud_side.refresh_keys(self, remote)
 
     def init_encryption(self, passphrase: str, remote=None, scrypt_n: Optional[int] = None,
                         progress=None) -> Optional[str]:
@@ -679,38 +412,11 @@ class Memory:
         returns the recovery key (show ONCE), or None when the cloud already had a keyring
         that this passphrase opens (adopted; its recovery key was shown where it was made).
         `progress(stage, done, total)` follows the re-seal; see reseal_status()."""
-        from evoclaw_memory.cloud import keys
-        from evoclaw_memory.cloud.remote import open_remote
-        owned = remote is None
-        remote = remote or open_remote(self.config.cloud_url, self.config.cloud_token,
-                                       Path(self.config.home) / "cloud.db")
-        try:
-            kwargs = {"scrypt_n": scrypt_n} if scrypt_n else {}
-            recovery = keys.init_keys(self.store, remote, self.agent_id, passphrase, **kwargs)
-            with self.store.transaction():
-                self.store.audit("key.init", "keyring", "", self.clock())
-            self._reseal_now(keys.attach(remote, keys.local_keyring(self.store)), progress)
-        finally:
-            if owned:
-                remote.close()
-        return recovery
-
-    def _reseal_now(self, remote, progress=None) -> None:
-        """Run the pending re-seal; offline it stays pending for the next sync (the keys are
-        already set up, and the caller still has a recovery key to show)."""
-        from evoclaw_memory.errors import RemoteError
-        try:
-            self.reseal(remote, progress)
-        except RemoteError:
-            pass
+        return cloud_side.init_encryption(self, passphrase, remote, scrypt_n, progress)
 
     def reseal(self, remote, progress=None):
         """Continue the pending re-seal of the agent's cloud archive (see cloud.keys.reseal)."""
-        from evoclaw_memory.cloud import keys
-        from evoclaw_memory.cloud.engine import device_id
-        import socket
-        return keys.reseal(self.store, remote, self.agent_id, device_id(self.store),
-                           socket.gethostname()[:64], progress)
+        return cloud_side.reseal(self, remote, progress)
 
     def reseal_status(self):
         """Where the re-seal of the cloud archive stands (no network)."""
@@ -718,6 +424,7 @@ class Memory:
         return keys.reseal_status(self.store)
 
     def sync_engine(self, remote=None):
+        """A SyncEngine between this memory and `remote` (default: the configured one)."""
         from evoclaw_memory.cloud.engine import SyncEngine
         return SyncEngine(self, remote or self.open_remote(), self.agent_id)
 
@@ -725,24 +432,12 @@ class Memory:
         """Push the outbox (facts + critical state) and pull what other devices wrote.
 
         Returns a SyncReport. Offline, raises Unavailable and the work stays queued."""
-        with self._remote_scope(remote) as scoped:
-            report = self.sync_engine(scoped).sync()
-            self.reseal(scoped)         # after a key init/rotate: no-op once complete
-        with self.store.transaction():
-            self.store.incr_metric("syncs")
-            self.store.set_metric("last_sync", self.clock())
-        return report
+        return cloud_side.sync(self, remote)
 
     def sync_status(self) -> dict[str, Any]:
         """Outbox depth, last push, last known remote version and the entries set aside
         (refused by the cloud for good, with the reason), without the network."""
-        from evoclaw_memory.cloud.engine import KV_LAST_PUSH, KV_REMOTE_VERSION, device_id
-        last = self.store.get_setting(KV_LAST_PUSH)
-        return {"outbox_depth": self.store.outbox_depth(),
-                "last_push": float(last) if last else None,
-                "remote_version": int(self.store.get_setting(KV_REMOTE_VERSION) or 0),
-                "device_id": device_id(self.store), "rejected": self.store.rejected(),
-                "reseal": msgspec.structs.asdict(self.reseal_status())}
+        return cloud_side.sync_status(self)
 
     def verify_cloud(self, remote=None, repair: bool = True):
         """Check that the cloud still holds every fact (and the critical state) it
@@ -750,7 +445,7 @@ class Memory:
 
         Reads only ids, times and versions, which are clear even in an encrypted cloud, so
         no passphrase is needed."""
-        with self._remote_scope(remote, secure=False) as scoped:
+        with cloud_side.remote_scope(self, remote, secure=False) as scoped:
             return self.sync_engine(scoped).verify(repair=repair)
 
     def restore(self, *, full: bool = False, force: bool = False,
@@ -762,130 +457,36 @@ class Memory:
         synced without `discard_unsynced`. Then the keys are unlocked (passphrase or recovery
         key) and everything is fetched before the old memory is replaced in one transaction:
         a wrong key or an unreachable cloud leaves the device as it was."""
-        from evoclaw_memory.cloud.restore import preflight, restore
-        from evoclaw_memory.cloud.remote import open_remote
-        preflight(self.store, force, discard_unsynced)      # no scrypt, no request to refuse
-        owned = remote is None
-        if owned:
-            remote = open_remote(self.config.cloud_url, self.config.cloud_token,
-                                 Path(self.config.home) / "cloud.db")
-        try:
-            began = time.perf_counter()
-            self.secure_remote(remote, passphrase, recovery_key, probe=True)
-            unlocked = time.perf_counter() - began
-            kwargs = {"progress": progress} if progress else {}
-            report = restore(self, remote, self.agent_id, full=full, force=force,
-                             discard_unsynced=discard_unsynced,
-                             warm_max_bytes=self.config.warm_max_bytes,
-                             decay_days=self.config.decay_days,
-                             access_boost=self.config.access_boost, **kwargs)
-            report.key_seconds = round(unlocked, 3)
-            report.seconds = round(report.seconds + unlocked, 3)
-        finally:
-            if owned:
-                remote.close()
-        if full:
-            self.recount_tree()
-        return report
+        return cloud_side.restore(self, full=full, force=force,
+                                  discard_unsynced=discard_unsynced, remote=remote,
+                                  progress=progress, passphrase=passphrase,
+                                  recovery_key=recovery_key)
 
     def change_passphrase(self, current: str, new: str, remote=None) -> None:
         """Rewrap the encryption keys under a new passphrase (no data is re-encrypted)."""
-        from evoclaw_memory.cloud import keys
-        with self._remote_scope(remote, secure=False) as r:
-            keys.change_passphrase(self.store, r, self.agent_id, current, new)
-        with self.store.transaction():
-            self.store.audit("key.change_passphrase", "keyring", "", self.clock())
+        cloud_side.change_passphrase(self, current, new, remote)
 
     def rotate_key(self, passphrase: Optional[str] = None, recovery_key: Optional[str] = None,
                    remote=None, progress=None) -> str:
         """Start a new data key and re-seal the cloud archive under it (resumed by the next
         syncs if interrupted); local changes follow through the outbox."""
-        from evoclaw_memory.cloud import keys
-        with self._remote_scope(remote, secure=False) as r:
-            keys.unlock_keys(self.store, r, self.agent_id, passphrase, recovery_key)
-            key_id = keys.rotate(self.store, r, self.agent_id)
-            with self.store.transaction():
-                self.store.audit("key.rotate", "keyring", key_id, self.clock())
-            self._reseal_now(keys.attach(r, keys.local_keyring(self.store)), progress)
-        return key_id
-
-    @contextlib.contextmanager
-    def _remote_scope(self, remote=None, secure: bool = True):
-        """The given remote, or the configured one opened and closed around the block."""
-        if remote is not None:
-            yield self.secure_remote(remote) if secure else remote
-            return
-        from evoclaw_memory.cloud.remote import open_remote
-        opened = open_remote(self.config.cloud_url, self.config.cloud_token,
-                             Path(self.config.home) / "cloud.db")
-        try:
-            yield self.secure_remote(opened) if secure else opened
-        finally:
-            opened.close()
+        return cloud_side.rotate_key(self, passphrase, recovery_key, remote, progress)
 
     def critical_state(self):
         """Hot memory + tree, as pushed to the cloud's critical_state row."""
-        from evoclaw_memory.cloud.remote import CriticalState
-        from evoclaw_memory.cloud.engine import device_id
-        return CriticalState(hot=self.store.load_hot(), tree=self.store.tree_nodes(),
-                             updated_at=self.clock(), device_id=device_id(self.store))
+        return cloud_side.critical_state(self)
 
     def adopt_remote_state(self, remote_state) -> bool:
         """Merge another device's critical state into ours; True if ours now differs from it."""
-        from evoclaw_memory.cloud.merge import merge_hot, merge_tree, same_state
-        now = self.clock()
-        with self.store.transaction():
-            local_hot = self.store.load_hot()
-            merged = merge_hot(local_hot, remote_state.hot, now)
-            self.store.save_hot(merged, now)
-            nodes = self.store.tree_nodes()
-            wanted = merge_tree(nodes, remote_state.tree)
-            for node in wanted:
-                if node.path in {n.path for n in nodes}:
-                    continue
-                try:       # their nodes join ours only within the limits
-                    new = tree_rules.add(nodes, node.path, node.description, now)
-                except (LimitError, ValidationError):
-                    continue
-                self._save_tree(nodes, new, op="sync.merge")
-                nodes = new
-            self.store.audit("sync.merge", "hot", f"remote device {remote_state.device_id}", now)
-        self.write_memory_md()
-        ours = {n.path for n in self.store.tree_nodes()}
-        theirs = {n.path for n in remote_state.tree}
-        return not same_state(merged, remote_state.hot) or not ours <= theirs
+        return cloud_side.adopt_remote_state(self, remote_state)
 
     def insert_pulled(self, facts: list[Fact]) -> int:
         """Store facts another device pushed (not queued back to the cloud)."""
-        now = self.clock()
-        added = 0
-        with self.store.transaction():
-            for fact in facts:
-                if self.store.get_fact(fact.id) is not None:
-                    continue
-                category = self._ensure_category(tree_rules.validate_path(fact.category), now)
-                tier = "cold" if belongs_in_cold(
-                    fact.importance, fact.created_at, fact.access_count, now,
-                    retention_days=self.config.warm_retention_days,
-                    decay_days=self.config.decay_days,
-                    access_boost=self.config.access_boost) else "warm"
-                fact = msgspec.structs.replace(fact, category=category, tier=tier)
-                self._insert(fact, normalized_key(fact.text), now, op="sync.pull", enqueue=False)
-                added += 1
-            if added:
-                self._evict_over_cap(now)
-        return added
+        return intake.insert_pulled(self.facts, facts, self.clock())
 
     def install_state(self, state, keep_counts: bool) -> None:
         """Replace hot memory and the tree with a restored critical state."""
-        now = self.clock()
-        nodes = [n for n in state.tree if _valid_path(n.path)]
-        if not keep_counts:
-            nodes = [msgspec.structs.replace(n, warm_count=0, cold_count=0) for n in nodes]
-        with self.store.transaction():
-            self.store.save_hot(hot_rules.prune(state.hot, now), now)
-            self.store.replace_tree(nodes)
-            self.store.audit("restore", "hot", f"{len(nodes)} tree nodes", now)
+        intake.install_state(self.facts, state, keep_counts, self.clock())
 
     def bulk_insert(self, facts: list[Fact], tier_by_score: bool) -> int:
         """Insert restored facts quickly (no outbox: they came from the cloud)."""
@@ -894,25 +495,11 @@ class Memory:
     def prepare_bulk(self, facts: list[Fact], tier_by_score: bool) -> list[tuple]:
         """The CPU half of bulk_insert (tier, duplicate key, size, index body); touches no
         database. Restore's mirror calls the two halves itself."""
-        now = self.clock()
-        cfg = self.config
-        rows = []
-        for fact in facts:
-            cold = not tier_by_score or belongs_in_cold(
-                fact.importance, fact.created_at, fact.access_count, now,
-                retention_days=cfg.warm_retention_days, decay_days=cfg.decay_days,
-                access_boost=cfg.access_boost)
-            tier = "cold" if cold else "warm"
-            if fact.tier != tier:
-                fact = msgspec.structs.replace(fact, tier=tier)
-            key, body = _key_and_body(fact)
-            rows.append(LocalStore.bulk_row(fact, key, fact_size(fact.text, fact.metadata), body))
-        return rows
+        return intake.prepare_bulk(self.facts, facts, tier_by_score, self.clock())
 
     def insert_prepared(self, rows: list[tuple]) -> int:
         """The database half of bulk_insert: rows from prepare_bulk(), skipping known ids."""
-        with self.store.transaction():
-            return self.store.insert_facts_bulk(rows)
+        return intake.insert_prepared(self.store, rows)
 
     def wipe_local(self) -> None:
         """Erase this agent's memory on this device (a revoked device does this)."""
@@ -923,12 +510,12 @@ class Memory:
 
     def devices(self, remote=None) -> list:
         """Devices registered for this agent (no keys needed)."""
-        with self._remote_scope(remote, secure=False) as scoped:
+        with cloud_side.remote_scope(self, remote, secure=False) as scoped:
             return scoped.devices(self.agent_id)
 
     def revoke_device(self, device: str, remote=None) -> bool:
         """Revoke a device: it wipes itself at its next sync and can write nothing."""
-        with self._remote_scope(remote, secure=False) as scoped:
+        with cloud_side.remote_scope(self, remote, secure=False) as scoped:
             return scoped.revoke(self.agent_id, device)
 
     def cold_query(self, text: Optional[str] = None, category: Optional[str] = None,
@@ -939,7 +526,7 @@ class Memory:
             category = tree_rules.validate_path(category)
             paths = [category] + [n.path for n in self.store.tree_nodes()
                                   if n.path.startswith(category + "/")]
-        with self._remote_scope(remote) as scoped:
+        with cloud_side.remote_scope(self, remote) as scoped:
             return scoped.query_cold(self.agent_id, text, paths, limit)
 
     # -- metrics -----------------------------------------------------------------------------
@@ -971,26 +558,6 @@ class Memory:
 
     def tier_of(self, fact: Fact, now: Optional[float] = None) -> str:
         return tier_of(self._score(fact, now or self.clock()))
-
-
-def _valid_path(path: str) -> bool:
-    try:
-        tree_rules.validate_path(path)
-        return True
-    except ValidationError:
-        return False
-
-
-def _index_body(fact: Fact) -> str:
-    """What the full-text index holds for a fact: text, category words, links and commands."""
-    return _key_and_body(fact)[1]
-
-
-def _key_and_body(fact: Fact) -> tuple[str, str]:
-    """The fact's duplicate key and its full-text index body, from one tokenisation."""
-    meta = fact.metadata
-    extra = "" if meta.is_empty() else " ".join(meta.urls + meta.commands + meta.paths)
-    return key_and_body(fact.text, fact.category, extra)
 
 
 def _check_input_size(messages: Union[str, list]) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from evoclaw_memory.tiers import hot as hot_rules
 from evoclaw_memory.errors import ValidationError
-from evoclaw_memory.limits import TIER_COLD, TIER_HOT
+from evoclaw_memory.limits import TIER_COLD
 from evoclaw_memory.tiers.scoring import age_days, score
 from evoclaw_memory.tiers.warm import eviction_plan
 
@@ -118,7 +118,7 @@ def quick(mem: "Memory") -> dict[str, int]:
         plan = eviction_plan(mem.store.warm_rows(), now, max_bytes=cfg.warm_max_bytes,
                              retention_days=cfg.warm_retention_days, decay_days=cfg.decay_days,
                              access_boost=cfg.access_boost)
-        mem._archive(plan, now, op="evict.consolidate")
+        mem.facts.archive(plan, now, op="evict.consolidate")
     promoted = promote_lessons(mem)
     mem.write_memory_md()
     return {"rescored": mem.store.count_facts("warm") + len(plan), "archived": len(plan),

@@ -186,5 +186,5 @@ def apply_op(mem: "Memory", op: TreeOp, now: float) -> None:
     new, moves = simulate(old, held_counts(mem), op, now)
     for source, destination in moves.items():
         for fact_id in mem.store.fact_ids_in_category(source):
-            mem._recategorize(fact_id, destination, now)
-    mem._save_tree(old, new, op=f"tree.rebuild.{op.op}")
+            mem.trees.recategorize(fact_id, destination, now)
+    mem.trees.save(old, new, op=f"tree.rebuild.{op.op}")

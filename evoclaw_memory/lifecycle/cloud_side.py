@@ -1,0 +1,217 @@
+"""The device's side of the cloud: which remote, its keys, sync, restore, merged state.
+
+Memory's cloud methods delegate here; the protocol, the engine, restore and the keys are in
+cloud/. Nothing here runs unless a cloud method is called (every cloud import is lazy: the
+CLI's start-up must not pay for httpx or the crypto).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Optional
+
+import msgspec
+
+from evoclaw_memory.errors import CryptoError, RemoteError
+
+if TYPE_CHECKING:
+    from evoclaw_memory.memory import Memory
+
+
+def configured_remote(mem: "Memory") -> Any:
+    """The configured Remote, unsecured (Hrana, a file, or the embedded default file)."""
+    from evoclaw_memory.cloud.remote import open_remote
+    return open_remote(mem.config.cloud_url, mem.config.cloud_token,
+                       Path(mem.config.home) / "cloud.db")
+
+
+def open_secured(mem: "Memory", passphrase: Optional[str], recovery_key: Optional[str]) -> Any:
+    """The configured remote with the agent's keys attached when encrypted (see
+    secure_remote); closed again if securing it fails."""
+    remote = configured_remote(mem)
+    try:
+        secure_remote(mem, remote, passphrase, recovery_key)
+    except BaseException:
+        remote.close()
+        raise
+    return remote
+
+
+def secure_remote(mem: "Memory", remote: Any, passphrase: Optional[str] = None,
+                  recovery_key: Optional[str] = None, probe: bool = False) -> Any:
+    """Attach the agent's keyring to `remote` when this memory is (or must be) encrypted."""
+    from evoclaw_memory.cloud import keys
+    store = mem.store
+    ring = keys.local_keyring(store)
+    if ring is not None and not (passphrase or recovery_key):
+        return keys.attach(remote, ring)
+    probed = remote.get_keyring(mem.agent_id) if probe else None
+    encrypted_cloud = probed is not None
+    if mem.config.encryption == "off":
+        if encrypted_cloud:
+            raise CryptoError("the cloud memory of this agent is end-to-end encrypted but "
+                              "encryption is \"off\" here: set it to \"auto\" or \"on\"")
+        return remote
+    # A key init this device left unfinished: its keys may be in the cloud already.
+    if encrypted_cloud or mem.config.wants_encryption or passphrase or recovery_key \
+            or keys.pending_init(store) is not None:
+        keys.attach(remote, keys.unlock_keys(store, remote, mem.agent_id,
+                                             passphrase, recovery_key, record_text=probed))
+    return remote
+
+
+@contextlib.contextmanager
+def remote_scope(mem: "Memory", remote: Any = None, secure: bool = True) -> Iterator[Any]:
+    """The given remote, or the configured one opened and closed around the block."""
+    if remote is not None:
+        yield mem.secure_remote(remote) if secure else remote
+        return
+    opened = configured_remote(mem)
+    try:
+        yield mem.secure_remote(opened) if secure else opened
+    finally:
+        opened.close()
+
+
+def refresh_keys(mem: "Memory", remote: Any) -> None:
+    """Adopt the cloud's newer keyring (a rotation on another device) and re-attach it."""
+    from evoclaw_memory.cloud import keys
+    if keys.local_keyring(mem.store) is not None:
+        keys.attach(remote, keys.unlock_keys(mem.store, remote, mem.agent_id))
+
+
+def init_encryption(mem: "Memory", passphrase: str, remote: Any = None,
+                    scrypt_n: Optional[int] = None, progress: Any = None) -> Optional[str]:
+    """Set up end-to-end encryption and re-seal the cloud archive; the recovery key or None."""
+    from evoclaw_memory.cloud import keys
+    owned = remote is None
+    remote = remote or configured_remote(mem)
+    try:
+        kwargs = {"scrypt_n": scrypt_n} if scrypt_n else {}
+        recovery = keys.init_keys(mem.store, remote, mem.agent_id, passphrase, **kwargs)
+        with mem.store.transaction():
+            mem.store.audit("key.init", "keyring", "", mem.clock())
+        reseal_now(mem, keys.attach(remote, keys.local_keyring(mem.store)), progress)
+    finally:
+        if owned:
+            remote.close()
+    return recovery
+
+
+def reseal_now(mem: "Memory", remote: Any, progress: Any = None) -> None:
+    """Run the pending re-seal; offline it stays pending for the next sync (the keys are
+    already set up, and the caller still has a recovery key to show)."""
+    try:
+        mem.reseal(remote, progress)
+    except RemoteError:
+        pass
+
+
+def reseal(mem: "Memory", remote: Any, progress: Any = None) -> Any:
+    """Continue the pending re-seal of the agent's cloud archive (see cloud.keys.reseal)."""
+    import socket
+    from evoclaw_memory.cloud import keys
+    from evoclaw_memory.cloud.engine import device_id
+    return keys.reseal(mem.store, remote, mem.agent_id, device_id(mem.store),
+                       socket.gethostname()[:64], progress)
+
+
+def change_passphrase(mem: "Memory", current: str, new: str, remote: Any = None) -> None:
+    """Rewrap the encryption keys under a new passphrase (no data is re-encrypted)."""
+    from evoclaw_memory.cloud import keys
+    with remote_scope(mem, remote, secure=False) as r:
+        keys.change_passphrase(mem.store, r, mem.agent_id, current, new)
+    with mem.store.transaction():
+        mem.store.audit("key.change_passphrase", "keyring", "", mem.clock())
+
+
+def rotate_key(mem: "Memory", passphrase: Optional[str], recovery_key: Optional[str],
+               remote: Any = None, progress: Any = None) -> str:
+    """Start a new data key and re-seal the cloud archive under it; returns its id."""
+    from evoclaw_memory.cloud import keys
+    with remote_scope(mem, remote, secure=False) as r:
+        keys.unlock_keys(mem.store, r, mem.agent_id, passphrase, recovery_key)
+        key_id = keys.rotate(mem.store, r, mem.agent_id)
+        with mem.store.transaction():
+            mem.store.audit("key.rotate", "keyring", key_id, mem.clock())
+        reseal_now(mem, keys.attach(r, keys.local_keyring(mem.store)), progress)
+    return key_id
+
+
+def sync(mem: "Memory", remote: Any = None) -> Any:
+    """Push the outbox, pull, continue a pending re-seal; count it in metrics."""
+    with remote_scope(mem, remote) as scoped:
+        report = mem.sync_engine(scoped).sync()
+        mem.reseal(scoped)         # after a key init/rotate: no-op once complete
+    with mem.store.transaction():
+        mem.store.incr_metric("syncs")
+        mem.store.set_metric("last_sync", mem.clock())
+    return report
+
+
+def sync_status(mem: "Memory") -> dict[str, Any]:
+    """Outbox depth, last push, remote version, set-aside entries, re-seal (no network)."""
+    from evoclaw_memory.cloud.engine import KV_LAST_PUSH, KV_REMOTE_VERSION, device_id
+    store = mem.store
+    last = store.get_setting(KV_LAST_PUSH)
+    return {"outbox_depth": store.outbox_depth(),
+            "last_push": float(last) if last else None,
+            "remote_version": int(store.get_setting(KV_REMOTE_VERSION) or 0),
+            "device_id": device_id(store), "rejected": store.rejected(),
+            "reseal": msgspec.structs.asdict(mem.reseal_status())}
+
+
+def restore(mem: "Memory", *, full: bool, force: bool, discard_unsynced: bool, remote: Any,
+            progress: Any, passphrase: Optional[str], recovery_key: Optional[str]) -> Any:
+    """Preflight, unlock the keys, then rebuild from the cloud (see cloud.restore)."""
+    from evoclaw_memory.cloud.restore import preflight, restore as restore_from
+    preflight(mem.store, force, discard_unsynced)      # no scrypt, no request to refuse
+    owned = remote is None
+    if owned:
+        remote = configured_remote(mem)
+    try:
+        began = time.perf_counter()
+        mem.secure_remote(remote, passphrase, recovery_key, probe=True)
+        unlocked = time.perf_counter() - began
+        kwargs = {"progress": progress} if progress else {}
+        cfg = mem.config
+        report = restore_from(mem, remote, mem.agent_id, full=full, force=force,
+                              discard_unsynced=discard_unsynced,
+                              warm_max_bytes=cfg.warm_max_bytes, decay_days=cfg.decay_days,
+                              access_boost=cfg.access_boost, **kwargs)
+        report.key_seconds = round(unlocked, 3)
+        report.seconds = round(report.seconds + unlocked, 3)
+    finally:
+        if owned:
+            remote.close()
+    if full:
+        mem.recount_tree()
+    return report
+
+
+def critical_state(mem: "Memory") -> Any:
+    """Hot memory + tree, as pushed to the cloud's critical_state row."""
+    from evoclaw_memory.cloud.engine import device_id
+    from evoclaw_memory.cloud.remote import CriticalState
+    return CriticalState(hot=mem.store.load_hot(), tree=mem.store.tree_nodes(),
+                         updated_at=mem.clock(), device_id=device_id(mem.store))
+
+
+def adopt_remote_state(mem: "Memory", remote_state: Any) -> bool:
+    """Merge another device's critical state into ours; True if ours now differs from it."""
+    from evoclaw_memory.cloud.merge import merge_hot, merge_tree, same_state
+    store = mem.store
+    now = mem.clock()
+    with store.transaction():
+        merged = merge_hot(store.load_hot(), remote_state.hot, now)
+        store.save_hot(merged, now)
+        nodes = store.tree_nodes()
+        # their nodes join ours only within the limits
+        mem.trees.join(nodes, merge_tree(nodes, remote_state.tree), now, op="sync.merge")
+        store.audit("sync.merge", "hot", f"remote device {remote_state.device_id}", now)
+    mem.write_memory_md()
+    ours = {n.path for n in store.tree_nodes()}
+    theirs = {n.path for n in remote_state.tree}
+    return not same_state(merged, remote_state.hot) or not ours <= theirs

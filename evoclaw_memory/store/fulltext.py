@@ -1,0 +1,248 @@
+"""The full-text side of the store: FTS5 index upkeep, bulk loads and every search."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional
+
+import msgspec
+
+from evoclaw_memory.errors import StoreError
+from evoclaw_memory.models import Fact
+from evoclaw_memory.store.rows import FACT_COLUMNS, encoder, fact_from_row
+from evoclaw_memory.text import fts_phrase
+
+_DEFERRED_INDEXES = "store.deferred_indexes"     # kv: index definitions dropped for a bulk load
+# New facts' full-text entries are indexed this many at a time (see fts_pending).
+FULLTEXT_BATCH = 64
+
+
+def _varints(data: bytes) -> list[int]:
+    """SQLite varints (big-endian, 7 bits a byte, the 9th byte whole), as FTS5 writes them."""
+    out, value, count = [], 0, 0
+    for byte in data:
+        count += 1
+        if count == 9:
+            out.append((value << 8) | byte)
+            value, count = 0, 0
+        elif byte & 0x80:
+            value = (value << 7) | (byte & 0x7F)
+        else:
+            out.append((value << 7) | byte)
+            value, count = 0, 0
+    return out
+
+
+class FullTextMixin:
+    """LocalStore's full-text index: pending entries, bulk loads, searches."""
+
+    conn: sqlite3.Connection
+    if TYPE_CHECKING:
+        def transaction(self) -> contextlib.AbstractContextManager[None]: ...
+        def get_setting(self, key: str) -> Optional[str]: ...
+        def set_setting(self, key: str, value: str) -> None: ...
+
+    def flush_fulltext(self) -> None:
+        """Move the waiting full-text entries of new facts into facts_fts (one FTS5 segment).
+
+        Every method that reads the full-text index calls this first, so searches always
+        see every fact; it costs one small query when nothing waits."""
+        if self.conn.execute("SELECT 1 FROM fts_pending LIMIT 1").fetchone() is None:
+            return
+        with self.transaction():
+            self.conn.execute("INSERT INTO facts_fts (rowid, body) "
+                              "SELECT fact_rowid, body FROM fts_pending ORDER BY fact_rowid")
+            self.conn.execute("DELETE FROM fts_pending")
+    def insert_facts_bulk(self, rows: list[tuple[tuple, str]]) -> int:
+        """Insert many bulk_row()s at once, skipping ids already present."""
+        if not rows:
+            return 0
+        start = (self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]) + 1
+        # The id's unique index finds the ids already present while inserting (a separate
+        # lookup first would walk that index twice); only an id conflict is skipped, any
+        # other constraint still fails loudly.
+        inserted = self.conn.executemany(
+            f"INSERT INTO facts (rowid, {FACT_COLUMNS}, norm_key, size) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            [(start + i, *values) for i, (values, _) in enumerate(rows)]).rowcount
+        bodies = [(start + i, body) for i, (_, body) in enumerate(rows)]
+        if inserted < len(rows):        # some ids were known: index only the rows that landed
+            landed = {r[0] for r in self.conn.execute(
+                "SELECT rowid FROM facts WHERE rowid BETWEEN ? AND ?",
+                (start, start + len(rows) - 1))}
+            bodies = [b for b in bodies if b[0] in landed]
+        self.conn.executemany("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)", bodies)
+        return inserted
+
+    @contextlib.contextmanager
+    def indexes_deferred(self) -> Iterator[None]:
+        """Drop the facts table's secondary indexes for a long bulk load, build them after.
+
+        Building an index once over sorted keys is several times cheaper than keeping it up to
+        date row by row. The definitions are saved in kv in the same transaction as the drop,
+        so a process killed mid-load gets its indexes back at the next open().
+        """
+        with self.transaction():
+            indexes = self._facts_indexes()
+            if self.get_setting(_DEFERRED_INDEXES) is None:
+                self.set_setting(_DEFERRED_INDEXES, encoder.encode(indexes).decode())
+            for name in indexes:
+                self.conn.execute(f'DROP INDEX "{name}"')
+        try:
+            yield
+        finally:
+            self.rebuild_deferred_indexes()
+
+    def rebuild_deferred_indexes(self) -> None:
+        """Recreate the indexes indexes_deferred() dropped (a no-op when none are pending)."""
+        saved = self.get_setting(_DEFERRED_INDEXES)
+        if saved is None:
+            return
+        with self.transaction():
+            present = self._facts_indexes()
+            for name, sql in msgspec.json.decode(saved, type=dict[str, str]).items():
+                if name not in present:
+                    self.conn.execute(sql)
+            self.conn.execute("DELETE FROM kv WHERE key = ?", (_DEFERRED_INDEXES,))
+
+    def _facts_indexes(self) -> dict[str, str]:
+        """The facts table's own indexes, name -> CREATE statement (not the implicit UNIQUE)."""
+        return dict(self.conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'facts' "
+            "AND sql IS NOT NULL"))
+
+    def reindex_fact(self, fact_id: str, body: str) -> None:
+        """Replace a fact's full-text entry (after its text or category changed)."""
+        rowid = self.conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact_id,)).fetchone()
+        if rowid is None:
+            return
+        if self.conn.execute("UPDATE fts_pending SET body = ? WHERE fact_rowid = ?",
+                             (body, rowid[0])).rowcount:
+            return                                  # not indexed yet: the new body waits
+        self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", rowid)
+        self.conn.execute("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)", (rowid[0], body))
+
+    def search(self, match: str, *, tier: Optional[str] = None,
+               categories: Optional[list[str]] = None, exclude: Iterable[str] = (),
+               limit: int = 50) -> list[tuple[Fact, float]]:
+        """Full-text search: (fact, bm25) best first; bm25 is negative, lower is better.
+
+        `categories` keeps facts filed at those paths or below them. Superseded facts never
+        come back.
+        """
+        self.flush_fulltext()
+        where = ["facts_fts MATCH ?", "f.superseded_by IS NULL"]
+        args: list = [match]
+        if tier:
+            where.append("f.tier = ?")
+            args.append(tier)
+        if categories:
+            ors = []
+            for path in categories:
+                ors.append("(f.category = ? OR substr(f.category, 1, ?) = ?)")
+                args += [path, len(path) + 1, path + "/"]
+            where.append("(" + " OR ".join(ors) + ")")
+        excluded = list(exclude)
+        if excluded:
+            where.append(f"f.id NOT IN ({','.join('?' * len(excluded))})")
+            args += excluded
+        args.append(limit)
+        sql = (f"SELECT {', '.join('f.' + c.strip() for c in FACT_COLUMNS.split(','))}, "
+               "bm25(facts_fts) AS rank FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "
+               f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?")
+        try:
+            rows = self.conn.execute(sql, args).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"full-text search failed: {exc}") from exc
+        return [(fact_from_row(r[:11]), r[11]) for r in rows]
+
+    def document_frequencies(self, terms: list[str], cap: Optional[int] = None) -> dict[str, int]:
+        """How many facts contain each (already tokenised) term (absent terms are left out).
+
+        Exact by default (the fts5vocab table, whose cost grows with the term's count). With
+        `cap`, a term found in at least `cap` facts is estimated instead from the density of
+        its `cap` newest entries, so a very common word costs no more than a rare one.
+        """
+        if not terms:
+            return {}
+        self.flush_fulltext()
+        if cap is None:
+            marks = ",".join("?" * len(terms))
+            return dict(self.conn.execute(
+                f"SELECT term, doc FROM facts_vocab WHERE term IN ({marks})", terms).fetchall())
+        out: dict[str, int] = {}
+        top = None
+        for term in terms:
+            count, oldest = self.conn.execute(
+                "SELECT count(*), min(rowid) FROM (SELECT rowid FROM facts_fts WHERE facts_fts "
+                "MATCH ? ORDER BY rowid DESC LIMIT ?)", (fts_phrase(term), cap)).fetchone()
+            if count >= cap:
+                if top is None:
+                    top = self.conn.execute("SELECT max(rowid) FROM facts").fetchone()[0] or 0
+                count = max(cap, round(count * top / max(1, top - oldest + 1)))
+            if count:
+                out[term] = count
+        return out
+
+    def corpus_stats(self) -> tuple[int, float]:
+        """(indexed facts, mean tokens per fact) of the full-text index, as bm25 sees them.
+
+        Read from FTS5's averages record (one small row) rather than counted."""
+        self.flush_fulltext()
+        try:
+            row = self.conn.execute("SELECT block FROM facts_fts_data WHERE id = 1").fetchone()
+            values = _varints(bytes(row[0])) if row and row[0] else []
+            if len(values) >= 2 and values[0] > 0:
+                return values[0], values[1] / values[0]
+        except (sqlite3.Error, TypeError, ValueError):
+            pass
+        rows = self.conn.execute("SELECT count(*) FROM facts_fts").fetchone()[0]
+        return rows, 20.0
+
+    def match_rowids(self, match: str, *, order: str = "rank", limit: int = 50) -> list[int]:
+        """Rowids of live (not superseded) indexed facts matching an FTS5 expression.
+
+        order 'rank': best bm25 first (the index scores every matching row: keep the
+        expression selective); 'recent': newest first, which stops after `limit` rows.
+        Superseded facts are filtered here, inside the LIMIT, not by the caller: a fact
+        updated fifty times would otherwise fill every slot with its old versions and
+        leave none for the live one."""
+        self.flush_fulltext()
+        by = "facts_fts.rank" if order == "rank" else "facts_fts.rowid DESC"
+        try:
+            return [r[0] for r in self.conn.execute(
+                "SELECT facts_fts.rowid FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "
+                f"WHERE facts_fts MATCH ? AND f.superseded_by IS NULL ORDER BY {by} LIMIT ?",
+                (match, limit))]
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"full-text search failed: {exc}") from exc
+
+    def live_rows_with_bodies(self, rowids: Iterable[int]) -> list[tuple]:
+        """(rowid, *fact columns, index body) of the live facts among `rowids`; turn the
+        columns into a Fact with `fact_from_row(row[1:12])`."""
+        ids = list(rowids)
+        self.flush_fulltext()
+        out: list[tuple] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            out += self.conn.execute(
+                f"SELECT f.rowid, {', '.join('f.' + c.strip() for c in FACT_COLUMNS.split(','))}, "
+                "x.body FROM facts f JOIN facts_fts x ON x.rowid = f.rowid "
+                f"WHERE f.rowid IN ({','.join('?' * len(chunk))}) AND f.superseded_by IS NULL",
+                chunk).fetchall()
+        return out
+
+    def search_metadata(self, fragment: str, limit: int = 20) -> list[Fact]:
+        """Live facts one of whose urls, commands or paths, or whose text, contains `fragment`."""
+        pattern = "%" + fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        # Within the metadata's string values, not its JSON text: '"' or 'urls' would match
+        # every fact with links.
+        rows = self.conn.execute(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE superseded_by IS NULL AND "
+            "(text LIKE ?1 ESCAPE '\\' OR (metadata <> '{}' AND EXISTS (SELECT 1 FROM "
+            "json_tree(CASE WHEN json_valid(metadata) THEN metadata ELSE '{}' END) "
+            "WHERE type = 'text' AND value LIKE ?1 ESCAPE '\\'))) "
+            "ORDER BY created_at DESC LIMIT ?2", (pattern, limit)).fetchall()
+        return [fact_from_row(r) for r in rows]
+

@@ -1,0 +1,95 @@
+"""The outbox: what the sync engine owes the cloud, what it set aside, and what the cloud
+has acknowledged (for verify)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Optional
+
+
+class OutboxMixin:
+    """LocalStore's queue for the cloud (facts and the coalesced critical state)."""
+
+    conn: sqlite3.Connection
+
+    def enqueue_fact(self, fact_id: str, now: float) -> None:
+        """Queue a fact for the cloud; a fact already queued keeps its place, one version on."""
+        # The version bump marks a change made while the entry may be in flight: the engine
+        # acknowledges only the version it sent, so this change stays queued (ack_sent).
+        self.conn.execute("INSERT INTO outbox (kind, ref, created_at) VALUES ('fact', ?, ?) "
+                          "ON CONFLICT(kind, ref) DO UPDATE SET version = version + 1",
+                          (fact_id, now))
+
+    def enqueue_state(self, now: float) -> None:
+        """Queue the critical state (hot + tree); coalesced: one entry, moved to the end."""
+        self.conn.execute("DELETE FROM outbox WHERE kind = 'state'")
+        self.conn.execute("INSERT INTO outbox (kind, ref, created_at) VALUES ('state', 'state', ?)",
+                          (now,))
+
+    def outbox(self, limit: Optional[int] = None) -> list[tuple[int, str, str]]:
+        """(seq, kind, ref) in drain order."""
+        sql = "SELECT seq, kind, ref FROM outbox ORDER BY seq"
+        if limit:
+            return self.conn.execute(sql + " LIMIT ?", (limit,)).fetchall()
+        return self.conn.execute(sql).fetchall()
+
+    def outbox_depth(self) -> int:
+        return self.conn.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
+
+    def ack_outbox(self, seqs: list[int]) -> None:
+        self.conn.executemany("DELETE FROM outbox WHERE seq = ?", [(s,) for s in seqs])
+
+    def outbox_entries(self, limit: int) -> list[tuple[int, str, str, int]]:
+        """(seq, kind, ref, version) in drain order: what ack_sent needs to acknowledge."""
+        return self.conn.execute("SELECT seq, kind, ref, version FROM outbox ORDER BY seq "
+                                 "LIMIT ?", (limit,)).fetchall()
+
+    def ack_sent(self, sent: list[tuple[int, int]]) -> None:
+        """Delete the (seq, version) entries that were sent; one changed since stays queued."""
+        self.conn.executemany("DELETE FROM outbox WHERE seq = ? AND version = ?", sent)
+
+    def set_aside(self, kind: str, reasons: dict[str, str], now: float) -> None:
+        """Move entries the cloud refused for good out of the queue, keeping why."""
+        self.conn.executemany("DELETE FROM outbox WHERE kind = ? AND ref = ?",
+                              [(kind, ref) for ref in reasons])
+        self.conn.executemany("INSERT OR REPLACE INTO outbox_rejected (kind, ref, reason, "
+                              "rejected_at) VALUES (?, ?, ?, ?)",
+                              [(kind, ref, why, now) for ref, why in reasons.items()])
+
+    def rejected(self) -> list[dict[str, Any]]:
+        """Entries set aside (kind, ref, reason, rejected_at), oldest first."""
+        rows = self.conn.execute("SELECT kind, ref, reason, rejected_at FROM outbox_rejected "
+                                 "ORDER BY rejected_at, ref").fetchall()
+        return [{"kind": k, "ref": r, "reason": why, "rejected_at": at} for k, r, why, at in rows]
+
+    def clear_rejected(self, kind: str, refs: list[str]) -> None:
+        """Forget set-aside entries that have since reached the cloud (a later fix)."""
+        if refs and self.conn.execute("SELECT 1 FROM outbox_rejected LIMIT 1").fetchone():
+            self.conn.executemany("DELETE FROM outbox_rejected WHERE kind = ? AND ref = ?",
+                                  [(kind, ref) for ref in refs])
+
+    # A fact's created_at bucket exactly as the cloud computes it (cloud.remote._BUCKET),
+    # so that a value past 1e12 (taken for milliseconds there) lands in the same bucket.
+    _BUCKET = ("CAST(CASE WHEN created_at > 1000000000000 THEN CAST(created_at AS INTEGER) / 1000 "
+               "ELSE created_at END AS INTEGER) / ?")
+    # Facts the cloud has acknowledged: neither waiting in the outbox nor set aside.
+    _SETTLED = ("FROM facts WHERE id NOT IN (SELECT ref FROM outbox WHERE kind = 'fact') "
+                "AND id NOT IN (SELECT ref FROM outbox_rejected WHERE kind = 'fact')")
+
+    def settled_buckets(self, width: int) -> dict[int, int]:
+        """Acknowledged facts per created_at bucket of `width` seconds (SQLite's integer
+        division, as the cloud computes it)."""
+        rows = self.conn.execute(f"SELECT {self._BUCKET}, COUNT(*) "
+                                 f"{self._SETTLED} GROUP BY 1", (width,)).fetchall()
+        return {int(b): int(n) for b, n in rows}
+
+    def settled_ids_in_buckets(self, buckets: list[int], width: int) -> list[str]:
+        """Ids of the acknowledged facts in these created_at buckets."""
+        out: list[str] = []
+        for start in range(0, len(buckets), 500):
+            chunk = buckets[start:start + 500]
+            out += [r[0] for r in self.conn.execute(
+                f"SELECT id {self._SETTLED} AND {self._BUCKET} IN "
+                f"({','.join('?' * len(chunk))}) ORDER BY rowid", (width, *chunk))]
+        return out
+

@@ -1,0 +1,21 @@
+"""The facts table's columns and their codecs, shared by every part of the store."""
+
+from __future__ import annotations
+
+import msgspec
+
+from evoclaw_memory.models import Fact, HotState, Metadata
+
+FACT_COLUMNS = ("id, text, category, importance, created_at, last_access, access_count, "
+                "metadata, source, tier, superseded_by")
+_metadata_decoder = msgspec.json.Decoder(Metadata)
+hot_decoder = msgspec.json.Decoder(HotState)
+encoder = msgspec.json.Encoder()
+
+
+def fact_from_row(row: tuple) -> Fact:
+    """A Fact from the FACT_COLUMNS of one row."""
+    return Fact(id=row[0], text=row[1], category=row[2], importance=row[3],
+                created_at=row[4], last_access=row[5], access_count=row[6],
+                metadata=_metadata_decoder.decode(row[7]), source=row[8], tier=row[9],
+                superseded_by=row[10])
