@@ -162,15 +162,6 @@ class Memory:
         return merge_metadata(metadata, found) if metadata else found
 
     # The write path's internals, kept for agent/legacy.py (its import inserts through them).
-    def _insert(self, fact: Fact, key: str, now: float, op: str, enqueue: bool = True) -> int:
-        return self.facts.insert(fact, key, now, op, enqueue)
-
-    def _ensure_category(self, category: str, now: float) -> str:
-        return self.trees.ensure_category(category, now)
-
-    def _evict_over_cap(self, now: float, warm_total: Optional[int] = None) -> list[str]:
-        return self.facts.evict_over_cap(now, warm_total)
-
     def get(self, fact_id: str) -> Fact:
         """The fact with this id (NotFoundError if none)."""
         fact = self.store.get_fact(fact_id)

@@ -144,7 +144,7 @@ def doctor_database_failure(config: Any, exc: BaseException, check: Check) -> No
     """The failed `database` check when the memory cannot be opened, with the fix that fits:
     a read-only home is made writable (a restore would drop the unsynced changes in it), a
     damaged database of a folder that held memory is restored over (it is set aside)."""
-    from evoclaw_memory.store.local import DamagedStoreError, ReadOnlyStoreError
+    from evoclaw_memory.errors import DamagedStoreError, ReadOnlyStoreError
     detail = str(exc) if str(config.db_path) in str(exc) else f"{config.db_path}: {exc}"
     if isinstance(exc, DamagedStoreError):
         # The message names its own way out; the fix column says it once more, shorter.

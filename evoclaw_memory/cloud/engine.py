@@ -176,7 +176,7 @@ class SyncEngine:
             expected = int(self.store.get_setting(KV_REMOTE_VERSION) or 0)
             cursor = int(self.store.get_setting(KV_PULL_CURSOR) or 0)
             # New facts change the tree's counts, so the state goes with every batch of facts
-            # (remember() queues the fact alone; see Memory._insert).
+            # (remember() queues the fact alone; see WarmKeeper.insert).
             state = self.local.critical_state() if state_entry is not None or facts else None
             # Unavailable propagates: nothing was acknowledged, the outbox keeps the work.
             try:

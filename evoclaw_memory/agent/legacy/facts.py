@@ -120,7 +120,7 @@ def import_facts(mem: "Memory", data: Any, report: Report, progress: Optional[Pr
             continue
         try:
             with mem.store.transaction():
-                category = mem._ensure_category(fact.category, now)
+                category = mem.trees.ensure_category(fact.category, now)
                 meta = mem._metadata(fact.text, fact.metadata)
                 cold = fact.tier == "cold" or belongs_in_cold(
                     fact.importance, fact.created_at, fact.access_count, now,
@@ -128,9 +128,9 @@ def import_facts(mem: "Memory", data: Any, report: Report, progress: Optional[Pr
                     access_boost=cfg.access_boost)
                 fact = msgspec.structs.replace(fact, category=category, metadata=meta,
                                                tier="cold" if cold else "warm")
-                mem._insert(fact, key, now, op="legacy.import")
+                mem.facts.insert(fact, key, now, op="legacy.import")
                 if fact.tier == "warm":
-                    mem._evict_over_cap(now)
+                    mem.facts.evict_over_cap(now)
         except (ValidationError, LimitError) as exc:
             report.refuse(name, label, str(exc))
             continue
