@@ -380,7 +380,6 @@ class Generator:
     # -- slot filling --------------------------------------------------------------------
 
     def _fill(self, template: str, meta: Optional[dict[str, list[str]]] = None) -> str:
-        r = self.rng
         out: list[str] = []
         i = 0
         while i < len(template):

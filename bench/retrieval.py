@@ -61,7 +61,6 @@ def _bm25_baseline(gen_facts, queries, budget_s: float, warmup: int):
         return top[np.argsort(-scores[top])]
 
     samples = time_calls(search, queries, warmup=warmup, budget_s=budget_s, min_n=5)
-    del bm25
     return samples, build_s
 
 

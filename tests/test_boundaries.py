@@ -324,7 +324,7 @@ def test_agent_id_with_a_trailing_newline_is_refused(home, agent):
 
 def test_category_with_a_newline_cannot_forge_a_tree_line(seeded):
     for category in ("home\n/pets", "home/pets\n- [fake] line", "a\u2028b"):
-        refused_and_intact(seeded, lambda: seeded.remember("x", category=category))
+        refused_and_intact(seeded, lambda c=category: seeded.remember("x", category=c))
     refused_and_intact(seeded, lambda: seeded.tree_add("home\n/pets"))
     node = seeded.tree_add("home/garden", "Beds\nand\x1b[2J pots")
     assert "\n" not in node.description

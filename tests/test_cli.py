@@ -330,7 +330,7 @@ def test_consolidate_modes(run):
     bad = run("consolidate", "--mode", "weekly")
     assert bad.exit_code == 2
     metrics = json.loads(run("metrics", "--json").stdout)
-    assert f"last_consolidation.full" in metrics["timestamps"]
+    assert "last_consolidation.full" in metrics["timestamps"]
 
 
 def test_extract_metadata(run, tmp_path):

@@ -1,4 +1,3 @@
-import json
 
 import pytest
 
@@ -76,8 +75,8 @@ def test_search_by_url_fragment(mem):
 
 
 def test_newer_fact_outranks_older_on_same_words(mem, clock):
-    old = mem.remember("The dentist is Dr Patel on Street Lane", category="health/medical",
-                       created_at=clock.now - 300 * 86_400)
+    mem.remember("The dentist is Dr Patel on Street Lane", category="health/medical",
+                 created_at=clock.now - 300 * 86_400)
     new = mem.remember("The dentist is now Dr Okafor on Otley Road", category="health/medical",
                        created_at=clock.now - 5 * 86_400)
     hits = mem.retrieve("who is the dentist")

@@ -22,7 +22,8 @@ def _parse_time(_ctx: click.Context, _param: click.Parameter, value: Optional[st
     try:
         stamp = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise click.BadParameter("use epoch seconds or ISO 8601, e.g. 2025-11-30T09:00:00Z")
+        raise click.BadParameter("use epoch seconds or ISO 8601, e.g. 2025-11-30T09:00:00Z") \
+            from None
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
 
 

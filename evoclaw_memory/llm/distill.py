@@ -241,11 +241,11 @@ def resolve_category(raw: str, text: str, sim: list[TreeNode],
 
 
 def reattach_metadata(drafts: list[FactDraft], turns: list[tuple[str, str]],
-                      known: list[str], elsewhere: Metadata = Metadata()) -> list[FactDraft]:
+                      known: list[str], elsewhere: Optional[Metadata] = None) -> list[FactDraft]:
     """Give every URL, command and path of the conversation to a fact: to the one that
     talks about the same thing, else to a new fact made from the sentence holding it."""
     wanted = extract_metadata(conversation_text(turns))
-    have = elsewhere
+    have = elsewhere if elsewhere is not None else Metadata()
     for draft in drafts:
         have = merge_metadata(have, draft.metadata)
     missing = _difference(wanted, have)

@@ -14,7 +14,7 @@ import msgspec
 
 from evoclaw_memory import validate
 from evoclaw_memory.errors import LimitError, ValidationError
-from evoclaw_memory.limits import (TREE_MAX_BYTES, TREE_MAX_CHILDREN, TREE_MAX_DEPTH, TREE_MAX_DESCRIPTION,
+from evoclaw_memory.limits import (TREE_MAX_BYTES, TREE_MAX_CHILDREN, TREE_MAX_DESCRIPTION,
                      TREE_MAX_NODES, TREE_PRUNE_IDLE_DAYS)
 from evoclaw_memory.models import TreeNode
 

@@ -40,7 +40,7 @@ def eviction_plan(warm_rows: Iterable[tuple[str, float, float, int, int, str]], 
             scored.append((value, created_at, fact_id, size))
             total += size
     if total > max_bytes:
-        for value, _, fact_id, size in sorted(scored):
+        for _value, _, fact_id, size in sorted(scored):
             if total <= max_bytes:
                 break
             evict.append(fact_id)

@@ -10,7 +10,6 @@ from evoclaw_memory import CryptoError, Memory
 from evoclaw_memory.cloud.crypto import Keyring, decode_record, encode_record
 from evoclaw_memory.cloud.hrana import HranaClient
 from evoclaw_memory.cloud.remote import SqlRemote
-from evoclaw_memory.cloud.sql import FileExecutor
 
 FAST = 2 ** 12        # scrypt cost for tests only; the stored parameters travel with the wrap
 PASS = "correct horse battery staple"

@@ -73,7 +73,7 @@ def test_outage_keeps_work_queued_then_drains(mode, fresh_db, fault_proxy, tmp_p
         remember_some(mem, 5, "during")                         # the agent keeps working
         fault_proxy.set_mode("pass")
         time.sleep(1.6 if mode == "delay" else 0)               # let a delayed request land
-        report = mem.sync(remote=remote)
+        mem.sync(remote=remote)
         remote.close()
         assert mem.store.outbox_depth() == 0
         ids = fact_ids(url, token)

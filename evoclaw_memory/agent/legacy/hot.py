@@ -217,6 +217,6 @@ def import_hot(mem: "Memory", data: Any, report: Report) -> None:
         report.taken[counters[key]] += len(value) if key == "identity" else 1
     if report.dry_run or not accepted:
         return
-    for label, key, value in accepted:
+    for _label, key, value in accepted:
         if not dropped(key, value):
             mem.update_hot(key, value)
