@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -121,7 +122,7 @@ class Config(msgspec.Struct, kw_only=True):
     @property
     def cloud_is_network(self) -> bool:
         """True for a network cloud (Turso/sqld), False for a local file or the default."""
-        return bool(self.cloud_url) and self.cloud_url.startswith(
+        return self.cloud_url is not None and self.cloud_url.startswith(
             ("libsql://", "https://", "http://", "wss://", "ws://"))
 
     @property
@@ -165,10 +166,10 @@ def config_file(home: Path) -> Path:
 
 
 def _read_file(path: Path, required: bool = False) -> dict[str, Any]:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # Python 3.10
+        import tomli as tomllib
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -322,7 +322,8 @@ class Memory:
 
     def store_drafts(self, drafts: Iterable[FactDraft]) -> dict[str, list[Fact]]:
         """Store distilled facts: {'added': [...], 'reinforced': [...]}."""
-        added, reinforced = [], []
+        added: list[Fact] = []
+        reinforced: list[Fact] = []
         for draft in drafts:
             before = self.store.find_live_by_norm_key(normalized_key(draft.text))
             fact = self.remember(draft.text, category=draft.category, importance=draft.importance,

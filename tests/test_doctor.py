@@ -117,6 +117,17 @@ def test_doctor_llm_key_refused_model_missing_and_ok(run):
         server.close()
 
 
+def test_doctor_llm_hint_names_only_listed_model_ids(run):
+    # An entry without an id (null) once reached the hint as "use one of: None, qwen2.5".
+    server = FakeLLM(models=(None, "qwen2.5"))
+    try:
+        wrong = checks(run("--json", "doctor", env={"EVOCLAW_LLM_BASE_URL": server.url,
+                                                    "EVOCLAW_LLM_MODEL": "gpt-9"}))
+        assert not wrong["llm"]["ok"] and wrong["llm"]["fix"] == "use one of: qwen2.5"
+    finally:
+        server.close()
+
+
 def test_doctor_encryption_wanted_without_a_key(run, tmp_path):
     env = {"TURSO_DATABASE_URL": str(tmp_path / "cloud.db"), "EVOCLAW_ENCRYPTION": "on"}
     found = checks(run("--json", "doctor", env=env))

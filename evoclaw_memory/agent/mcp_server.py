@@ -48,8 +48,10 @@ def _sdk():
     except ImportError:
         pass
     try:
-        from mcp.server.fastmcp import FastMCP
-        from mcp.server.fastmcp.exceptions import ToolError
+        # mcp v1's names; v2 keeps a fastmcp module without FastMCP, so whether the first
+        # ignore is needed depends on the installed SDK (hence unused-ignore).
+        from mcp.server.fastmcp import FastMCP  # type: ignore[attr-defined, unused-ignore]
+        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]  # v1's, same role
         return FastMCP, ToolError
     except ImportError:
         raise ConfigError("the MCP server needs the optional extra: pip install "
@@ -136,7 +138,9 @@ def build_server(mem: "Memory"):
             if bad:
                 from evoclaw_memory.errors import ValidationError
                 raise ValidationError(f"message {bad[0]} has no text `content`")
-        report = mem.end_conversation(messages if messages is not None else text)
+        conversation = messages if messages is not None else text
+        assert conversation is not None         # exactly one of the two, checked above
+        report = mem.end_conversation(conversation)
         report["added"] = [{"id": f.id, "text": f.text, "category": f.category}
                            for f in report["added"]]
         report["reinforced"] = [{"id": f.id, "text": f.text, "category": f.category}

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import click
 
@@ -96,7 +96,7 @@ def import_legacy_command(ctx: click.Context, workspace: str, from_agent: Option
     else:
         legacy = from_agent or config.agent_id
         jobs = [(legacy, source_folder(root, legacy))]
-    reports = []
+    reports: list[dict[str, Any]] = []
     for legacy_id, folder in jobs:
         target = config.agent_id if not all_agents else legacy_id
         try:

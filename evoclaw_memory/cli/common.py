@@ -202,7 +202,7 @@ def emit(ctx: click.Context, data: Any, human: Callable[[], None]) -> None:
     else:
         # Every human printer runs through here, so one wrapper covers them all (JSON
         # output escapes control characters itself).
-        with contextlib.redirect_stdout(_Printable(sys.stdout)):  # type: ignore[type-var]
+        with contextlib.redirect_stdout(_Printable(sys.stdout)):
             human()
 
 

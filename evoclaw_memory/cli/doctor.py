@@ -269,7 +269,8 @@ def doctor_llm_check(config: Any, check: Check, timeout: float = 5.0) -> None:
     models: list[str] = []
     if resp.status_code == 200:
         try:
-            models = [m.get("id") for m in resp.json().get("data", []) if isinstance(m, dict)]
+            models = [m["id"] for m in resp.json().get("data", [])
+                      if isinstance(m, dict) and isinstance(m.get("id"), str)]
         except ValueError:
             models = []
     if not config.llm_model:

@@ -356,11 +356,16 @@ class HranaClient:
             err = errors[i + 1]
             if err is not None:
                 raise _remote_error(statement_failure(i, stmts[i].sql, _one_line(err)), err.code)
-        if errors[n + 1] is not None or results[n + 1] is None:
-            msg = errors[n + 1].message if errors[n + 1] else "COMMIT was skipped"
+        commit_error = errors[n + 1]
+        if commit_error is not None or results[n + 1] is None:
+            msg = commit_error.message if commit_error else "COMMIT was skipped"
             raise _remote_error(f"transaction rolled back: commit failed: {msg}",
-                                errors[n + 1].code if errors[n + 1] else None)
-        return [_result_set(r) for r in results[1:n + 1]]
+                                commit_error.code if commit_error else None)
+        ran = [r for r in results[1:n + 1] if r is not None]
+        if len(ran) != n:       # COMMIT ran only after every statement did: a broken reply
+            raise RemoteError(f"unexpected batch result from {self._endpoint.host}: "
+                              "a statement has no result")
+        return [_result_set(r) for r in ran]
 
     def _pipeline(self, requests: list) -> list[Union[_Ok, _Failed]]:
         """Send one pipeline (with retries) and return its results, one per request."""

@@ -227,6 +227,8 @@ def rotate(store: LocalStore, remote: SqlRemote, agent_id: str) -> str:
     """Add a new data key and queue every fact and the state to be re-sealed under it."""
     ring = unlock_keys(store, remote, agent_id)
     record_text = remote.get_keyring(agent_id)
+    if record_text is None:          # removed from the cloud since unlock_keys read it
+        raise CryptoError("encryption is not set up for this agent")
     new_text = encode_record(ring.rotate(decode_record(record_text)))
     with store.transaction():        # before the new key goes up: a crash leaves it queued
         queue_reseal(store, "rotate")

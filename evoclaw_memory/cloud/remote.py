@@ -18,7 +18,7 @@ import secrets
 import time
 from operator import itemgetter
 from pathlib import Path
-from typing import Optional, Protocol, Union
+from typing import Any, Optional, Protocol, Union
 
 import msgspec
 
@@ -312,7 +312,8 @@ class SqlRemote:
 
     def open_page(self, page: Union[str, list]) -> list[tuple[int, Fact]]:
         """(rowid, fact) pairs of a downloaded page; rows that do not open are skipped."""
-        rows = sorted(_page_decoder.decode(page), key=_first) if isinstance(page, str) else page
+        # JSON pages decode to lists, not tuples: the codecs only index and unpack a row.
+        rows: list[Any] = sorted(_page_decoder.decode(page), key=_first) if isinstance(page, str) else page
         return self._paged(rows)
 
     def recent_candidates(self, agent_id: str, since: float, limit: int) -> list[tuple]:

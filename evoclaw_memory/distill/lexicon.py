@@ -23,7 +23,7 @@ Table = list[tuple[str, list[str], list[str]]]
 
 def read_sections(name: str) -> dict[str, list[str]]:
     """The lines of each [section] of data/<name>, without comments and blank lines."""
-    text = resources.files(__package__).joinpath("data", name).read_text(encoding="utf-8")
+    text = (resources.files(__package__) / "data" / name).read_text(encoding="utf-8")
     sections: dict[str, list[str]] = {}
     lines: list[str] = []
     for line in text.splitlines():

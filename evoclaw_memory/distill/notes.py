@@ -307,12 +307,12 @@ def product_names(line: str) -> list[str]:
         return []
     # The tool words themselves ("Using", "App") are not part of a name.
     masked = _blank(masked, verbs + nouns)
-    verbs = [end for _, end in verbs]
-    nouns = [start for start, _ in nouns]
+    verb_ends = [end for _, end in verbs]
+    noun_starts = [start for start, _ in nouns]
     names: list[str] = []
     for start, end, name in _capitalised_runs(masked):
-        after_verb = any(0 <= start - verb_end <= _TOOL_WORD_REACH for verb_end in verbs)
-        before_noun = any(0 <= noun_start - end <= _TOOL_WORD_REACH for noun_start in nouns)
+        after_verb = any(0 <= start - verb_end <= _TOOL_WORD_REACH for verb_end in verb_ends)
+        before_noun = any(0 <= noun_start - end <= _TOOL_WORD_REACH for noun_start in noun_starts)
         camel = any(_CAMEL_CASE_RE.match(word) for word in name.split())
         if (after_verb or before_noun or camel) and name not in names:
             names.append(name)

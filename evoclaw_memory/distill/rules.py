@@ -125,7 +125,7 @@ class _FactBuilder:
         for block in blocks:
             block_starts.append(offset)
             offset += len(block.text) + len(self._SEPARATOR)
-        spans = None
+        spans: list[tuple[int, int]] | None = None
         if any(block.whole for block in blocks):
             spans = []
             for block, start in zip(blocks, block_starts):

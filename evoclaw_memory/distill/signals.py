@@ -164,9 +164,9 @@ def analyse(text: str, spans: list[tuple[int, int]] | None = None) -> Analysis:
         _scan_emails(text, sentence_at)
     stray_items = []
     for item in locate_metadata(text):
-        sentence = sentence_at(item[0])
-        if sentence:
-            sentence.items.append(item)
+        owner = sentence_at(item[0])
+        if owner:
+            owner.items.append(item)
         else:
             stray_items.append(item)
     for sentence in sentences:

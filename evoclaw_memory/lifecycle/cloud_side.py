@@ -93,7 +93,10 @@ def init_encryption(mem: "Memory", passphrase: str, remote: Any = None,
         recovery = keys.init_keys(mem.store, remote, mem.agent_id, passphrase, **kwargs)
         with mem.store.transaction():
             mem.store.audit("key.init", "keyring", "", mem.clock())
-        reseal_now(mem, keys.attach(remote, keys.local_keyring(mem.store)), progress)
+        ring = keys.local_keyring(mem.store)
+        if ring is None:        # init_keys has just saved it
+            raise CryptoError("the new keyring was not saved on this device")
+        reseal_now(mem, keys.attach(remote, ring), progress)
     finally:
         if owned:
             remote.close()
@@ -136,7 +139,10 @@ def rotate_key(mem: "Memory", passphrase: Optional[str], recovery_key: Optional[
         key_id = keys.rotate(mem.store, r, mem.agent_id)
         with mem.store.transaction():
             mem.store.audit("key.rotate", "keyring", key_id, mem.clock())
-        reseal_now(mem, keys.attach(r, keys.local_keyring(mem.store)), progress)
+        ring = keys.local_keyring(mem.store)
+        if ring is None:        # rotate has just saved it
+            raise CryptoError("the rotated keyring was not saved on this device")
+        reseal_now(mem, keys.attach(r, ring), progress)
     return key_id
 
 

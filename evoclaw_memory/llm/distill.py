@@ -46,6 +46,7 @@ def conversation_turns(messages: Messages) -> list[tuple[str, str]]:
     if isinstance(messages, str):
         return [("user", messages)] if messages.strip() else []
     turns = []
+    content: Any
     for message in messages or ():
         if isinstance(message, str):
             role, content = "user", message

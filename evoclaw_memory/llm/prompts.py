@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable, Literal, Optional
+from typing import Any, Iterable, Literal, Optional, TypeGuard
 
 import msgspec
 
@@ -188,7 +188,7 @@ def parse_navigation(value: Any, nodes: list[TreeNode],
     for item in items:
         pick = _pick(item)
         path = resolve(pick.path) if pick else None
-        if path is None:
+        if pick is None or path is None:
             dropped += 1
             continue
         if path not in picked:
@@ -384,7 +384,9 @@ def parse_distillation(value: Any) -> DistillAnswer:
     if "facts" in value and not isinstance(value["facts"], list):
         raise LLMError("the distillation answer's facts are not a list")
     facts = [f for f in (_fact_out(item) for item in _as_list(value.get("facts"))) if f]
-    hot_value = value.get("hot") if isinstance(value.get("hot"), dict) else value
+    hot_value = value.get("hot")
+    if not isinstance(hot_value, dict):
+        hot_value = value
     hot = HotOut(owner_profile=_profile(hot_value.get("owner_profile")),
                  lessons=_texts(hot_value.get("lessons")),
                  tasks=_texts(hot_value.get("tasks")),
@@ -394,7 +396,7 @@ def parse_distillation(value: Any) -> DistillAnswer:
     return DistillAnswer(summary=" ".join(str(summary).split()), facts=facts, hot=hot)
 
 
-def _clean(value: Any) -> bool:
+def _clean(value: Any) -> TypeGuard[str]:
     """True for text the store can keep (the boundary's check: valid UTF-8, no NUL); the
     parsers drop anything else, so one bad item never costs the rest of the answer."""
     return isinstance(value, str) and validate.valid(validate.text, "LLM answer", value)
@@ -408,7 +410,9 @@ def _fact_out(item: Any) -> Optional[FactOut]:
     text = item.get("text") or item.get("fact")
     if not _clean(text) or not text.strip():
         return None
-    meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else item
+    meta = item.get("metadata")
+    if not isinstance(meta, dict):
+        meta = item
     category = item.get("category")
     return FactOut(
         text=" ".join(text.split()),

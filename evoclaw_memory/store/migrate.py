@@ -19,7 +19,7 @@ _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql\Z")
 
 def migrations(kind: str) -> list[tuple[int, str, str]]:
     """(version, file name, sql) of every migration of `kind` ('local' or 'cloud'), in order."""
-    folder = resources.files("evoclaw_memory").joinpath("schema", kind)
+    folder = resources.files("evoclaw_memory") / "schema" / kind
     found = []
     for entry in folder.iterdir():
         match = _NAME.match(entry.name)

@@ -8,7 +8,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
@@ -169,7 +169,8 @@ class OpeningMixin:
             conn.execute("PRAGMA wal_autocheckpoint = 4000")
             conn.execute("PRAGMA journal_size_limit = 16777216")
             migrate.apply_local(conn)
-            store = cls(conn, path)
+            # The mixin is only ever LocalStore's base: cls is LocalStore (or a subclass).
+            store = cast("type[LocalStore]", cls)(conn, path)
             store.rebuild_deferred_indexes()        # after a bulk load that was killed
         except BaseException:
             with contextlib.suppress(sqlite3.Error):

@@ -54,8 +54,7 @@ def _walk(obj: Any, prefix: str) -> list[tuple[str, str]]:
         for child in obj:
             if isinstance(child, str):
                 out.append((child if "/" in child or not prefix else f"{prefix}/{child}", ""))
-            elif isinstance(child, dict) and isinstance(child.get("path") or child.get("name"), str):
-                name = child.get("path") or child.get("name")
+            elif isinstance(child, dict) and isinstance(name := child.get("path") or child.get("name"), str):
                 path = name if "/" in name or not prefix else f"{prefix}/{name}"
                 out.append((path, _description(child)))
                 out += _walk(child.get("children"), path)
