@@ -21,6 +21,7 @@ from evoclaw_memory import validate
 from evoclaw_memory.config import Config, load_config, private_dir, validate_agent_id
 from evoclaw_memory.errors import ConfigError, NotFoundError, ValidationError
 from evoclaw_memory.lifecycle import cloud_side, distillation
+from evoclaw_memory.lifecycle.control import OwnerControl
 from evoclaw_memory.limits import CONTEXT_RETRIEVED_MAX_BYTES, FACT_MAX_TEXT, INPUT_MAX_BYTES, TIER_HOT
 from evoclaw_memory.models import Fact, FactDraft, HotState, Metadata, RetrievalResult, TreeNode
 from evoclaw_memory.retrieval.retriever import KeywordNavigator, Retriever, TreeNavigator
@@ -50,7 +51,7 @@ def _epoch(value: Timestamp, now: float) -> float:
     return validate.timestamp("created_at", value)
 
 
-class Memory:
+class Memory(OwnerControl):
     """One agent's memory on this device."""
 
     def __init__(self, config: Config, store: LocalStore,
@@ -66,6 +67,7 @@ class Memory:
         self.distill_llm: Optional[bool] = None   # what distill(llm=None) does (None: auto)
         self.trees = TreeKeeper(store, clock)     # the tree, kept true to the facts
         self.facts = WarmKeeper(store, config, self.trees)   # inserts, eviction, archive
+        self.facts.lister = self.list_facts       # mem.facts(...): the owner's list (§5b)
 
     # -- lifecycle -------------------------------------------------------------------------
 

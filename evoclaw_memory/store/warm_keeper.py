@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import collections
 import secrets
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from evoclaw_memory.config import Config
+from evoclaw_memory.errors import ValidationError
 from evoclaw_memory.models import Fact, Metadata
+from evoclaw_memory.store.control import ControlKeeper
 from evoclaw_memory.store.local import LocalStore
 from evoclaw_memory.store.tree_keeper import TreeKeeper, index_body
 from evoclaw_memory.text import normalized_key
@@ -36,6 +38,15 @@ class WarmKeeper:
         self.store = store
         self.config = config
         self.tree = tree
+        # `Memory.facts(...)` is the owner's listing (SPEC §8) and `mem.facts` this keeper:
+        # Memory sets the validated lister here, so both spellings keep working.
+        self.lister: Optional[Callable[..., list[Fact]]] = None
+
+    def __call__(self, **filters: Any) -> list[Fact]:
+        """Memory.facts(category=, tier=, since=, until=, include_superseded=, limit=, offset=)."""
+        if self.lister is None:
+            raise TypeError("facts(...) lists through a Memory")
+        return self.lister(**filters)
 
     def belongs_in_cold(self, importance: float, created_at: float, access_count: int,
                         now: float) -> bool:
@@ -89,7 +100,13 @@ class WarmKeeper:
         self.store.audit(op, ",".join(fact_ids)[:500], "reinforced", now)
 
     def supersede(self, old: Fact, new: Fact, now: float) -> None:
-        """Mark `old` superseded by `new` (kept for history, out of the counts and search)."""
+        """Mark `old` superseded by `new` (kept for history, out of the counts and search).
+
+        Refused when `new` is already (through a chain) superseded by `old`: the loop would
+        hide both for good."""
+        if ControlKeeper(self.store, self.tree).would_cycle(old.id, new.id):
+            raise ValidationError(f"{new.id} is already superseded (directly or through a chain) "
+                                  f"by {old.id}; superseding {old.id} by it would hide both")
         with self.store.transaction():
             self.store.set_superseded(old.id, new.id)
             if old.superseded_by is None:
