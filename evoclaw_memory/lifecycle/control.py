@@ -15,7 +15,7 @@ from evoclaw_memory import validate
 from evoclaw_memory.errors import ValidationError
 from evoclaw_memory.models import Fact, Metadata
 from evoclaw_memory.store.control import ControlKeeper, FactHistory
-from evoclaw_memory.text import fts_phrase, query_terms
+from evoclaw_memory.text import fts_phrase, normalized_key, query_terms
 from evoclaw_memory.tiers import tree as tree_rules
 
 if TYPE_CHECKING:
@@ -184,3 +184,45 @@ class OwnerControl:
     def apply_tombstones(self, ids: list[str]) -> int:
         """Delete facts another device forgot (pulled tombstones); not queued back."""
         return len(self.control.forget(ids, "sync", self.clock(), enqueue=False)) if ids else 0
+
+
+def act_on_triggers(mem: "OwnerControl", messages: Any, exclude: Iterable[str] = (),
+                    by: str = "bot:rules") -> dict[str, list]:
+    """Resolve the conversation's forget/correct triggers against the stored facts.
+
+    A forget acts on the one live fact that holds every meaningful word of what the owner
+    named (or of the retracted message); anything less clear — several such facts, a weaker
+    match, every correction — becomes a candidate for the owner to confirm, never a deletion.
+    `exclude`: ids stored from this very conversation that a named forget must not touch
+    (a retraction, though, takes back exactly those). Returns {'forgotten', 'forget_candidates'}."""
+    from evoclaw_memory.distill.triggers import find_triggers
+    forgotten: list[str] = []
+    candidates: list[dict[str, Any]] = []
+    skip = set(exclude)
+    for trig in find_triggers(messages):
+        terms = query_terms(trig.target)
+        if not terms:
+            continue
+        # Every word: a clear match. Any word: what the owner may have meant.
+        strict = [f for f in _live(mem, " AND ".join(map(fts_phrase, terms)))
+                  if trig.retracts_previous or f.id not in skip]
+        if trig.kind == "forget" and len(strict) == 1 and strict[0].id not in forgotten:
+            mem.control.forget([strict[0].id], by, mem.clock())
+            forgotten.append(strict[0].id)
+            continue
+        loose = strict or [f for f in _live(mem, " OR ".join(map(fts_phrase, terms)))
+                           if f.id not in skip][:5]
+        for fact in loose[:5]:
+            if fact.id not in forgotten:
+                candidates.append({"op": trig.kind, "fact_id": fact.id, "text": fact.text,
+                                   "said": trig.said[:200], "replacement": trig.replacement})
+    # The request itself ("never mind, scratch that") is not a fact to keep.
+    said = {normalized_key(t.said) for t in find_triggers(messages) if t.kind == "forget"}
+    stale = [f.id for f in mem.store.facts_by_ids(list(skip)) if normalized_key(f.text) in said]
+    if stale:
+        mem.control.forget(stale, by, mem.clock())
+    return {"forgotten": forgotten, "forget_candidates": candidates}
+
+
+def _live(mem: "OwnerControl", match: str) -> list[Fact]:
+    return [f for f in mem.control.matching(match, None, 20) if f.superseded_by is None]

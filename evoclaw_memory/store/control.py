@@ -85,6 +85,19 @@ class ControlKeeper:
         `enqueue=False` for deletions another device already made (pulled tombstones)."""
         store, conn = self.store, self.store.conn
         gone: list[str] = []
+        # Zero the freed bytes of the deleted rows (and FTS entries) in the database pages,
+        # not only unlink them; the WAL copy is overwritten at the next checkpoint.
+        secure = conn.execute("PRAGMA secure_delete").fetchone()[0]
+        conn.execute("PRAGMA secure_delete = ON")
+        try:
+            self._forget(fact_ids, actor, now, enqueue, gone)
+        finally:
+            conn.execute(f"PRAGMA secure_delete = {int(secure)}")
+        return gone
+
+    def _forget(self, fact_ids: Iterable[str], actor: str, now: float, enqueue: bool,
+                gone: list[str]) -> None:
+        store, conn = self.store, self.store.conn
         with store.transaction():
             for fact_id in dict.fromkeys(fact_ids):
                 row = conn.execute("SELECT category, tier, superseded_by FROM facts WHERE id = ?",
@@ -115,7 +128,6 @@ class ControlKeeper:
             if gone:
                 store.incr_metric("forgets", len(gone))
                 store.enqueue_state(now)        # the tree's counts changed
-        return gone
 
     def forgotten_among(self, fact_ids: list[str]) -> set[str]:
         """Which of these ids were forgotten on this device (or pulled as forgotten)."""
