@@ -83,7 +83,7 @@ class ControlKeeper:
         """Erase these facts here and queue their tombstones; returns the ids that existed.
 
         `enqueue=False` for deletions another device already made (pulled tombstones)."""
-        store, conn = self.store, self.store.conn
+        conn = self.store.conn
         gone: list[str] = []
         # Zero the freed bytes of the deleted rows (and FTS entries) in the database pages,
         # not only unlink them; the WAL copy is overwritten at the next checkpoint.
