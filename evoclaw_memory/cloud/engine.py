@@ -183,7 +183,9 @@ class SyncEngine:
             cursor = int(self.store.get_setting(KV_PULL_CURSOR) or 0)
             # New facts change the tree's counts, so the state goes with every batch of facts
             # (remember() queues the fact alone; see WarmKeeper.insert).
-            state = self.local.critical_state() if state_entry is not None or facts else None
+            # A forget changes the counts too (ControlKeeper.forget queues no state entry).
+            state = self.local.critical_state() if state_entry is not None or facts or forgets \
+                else None
             tomb_cursor = int(self.store.get_setting(KV_TOMBSTONE_CURSOR) or 0)
             # Unavailable propagates: nothing was acknowledged, the outbox keeps the work.
             try:

@@ -127,7 +127,10 @@ class ControlKeeper:
                             f"actor={actor}", now)
             if gone:
                 store.incr_metric("forgets", len(gone))
-                store.enqueue_state(now)        # the tree's counts changed
+                # No state entry: the push carries the critical state (the tree's counts)
+                # with every forget (SyncEngine.sync), as it does with every new fact.
+                if not enqueue:
+                    store.enqueue_state(now)
 
     def forgotten_among(self, fact_ids: list[str]) -> set[str]:
         """Which of these ids were forgotten on this device (or pulled as forgotten)."""
