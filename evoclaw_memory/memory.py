@@ -21,6 +21,7 @@ from evoclaw_memory import validate
 from evoclaw_memory.config import Config, load_config, private_dir, validate_agent_id
 from evoclaw_memory.errors import ConfigError, NotFoundError, ValidationError
 from evoclaw_memory.lifecycle import cloud_side, distillation
+from evoclaw_memory.lifecycle.control import OwnerControl
 from evoclaw_memory.limits import CONTEXT_RETRIEVED_MAX_BYTES, FACT_MAX_TEXT, INPUT_MAX_BYTES, TIER_HOT
 from evoclaw_memory.models import Fact, FactDraft, HotState, Metadata, RetrievalResult, TreeNode
 from evoclaw_memory.retrieval.retriever import KeywordNavigator, Retriever, TreeNavigator
@@ -50,7 +51,7 @@ def _epoch(value: Timestamp, now: float) -> float:
     return validate.timestamp("created_at", value)
 
 
-class Memory:
+class Memory(OwnerControl):
     """One agent's memory on this device."""
 
     def __init__(self, config: Config, store: LocalStore,
@@ -65,7 +66,7 @@ class Memory:
         self._owns_llm = False
         self.distill_llm: Optional[bool] = None   # what distill(llm=None) does (None: auto)
         self.trees = TreeKeeper(store, clock)     # the tree, kept true to the facts
-        self.facts = WarmKeeper(store, config, self.trees)   # inserts, eviction, archive
+        self.warm = WarmKeeper(store, config, self.trees)    # inserts, eviction, archive
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -140,7 +141,7 @@ class Memory:
         source = validate.text("source", source, max_len=64)
         created = _epoch(created_at, now)
         meta = self._metadata(text, metadata)
-        return self.facts.add(text, category, importance, created, meta, source, now)
+        return self.warm.add(text, category, importance, created, meta, source, now)
 
     def _check_text(self, text: str) -> str:
         validate.text("fact text", text)
@@ -175,7 +176,7 @@ class Memory:
         old, new = self.get(old_id), self.get(new_id_)
         if old.id == new.id:
             raise ValidationError("a fact cannot supersede itself")
-        self.facts.supersede(old, new, now)
+        self.warm.supersede(old, new, now)
 
     # -- retrieval ---------------------------------------------------------------------------
 
@@ -194,7 +195,7 @@ class Memory:
         with self.store.transaction():
             self.store.incr_metric("retrievals")
             if results:
-                self.facts.reinforce([r.fact.id for r in results], now, op="retrieve")
+                self.warm.reinforce([r.fact.id for r in results], now, op="retrieve")
                 self.store.touch_nodes({r.path for r in results if r.path}, now)
         return results
 
@@ -474,11 +475,11 @@ class Memory:
 
     def insert_pulled(self, facts: list[Fact]) -> int:
         """Store facts another device pushed (not queued back to the cloud)."""
-        return intake.insert_pulled(self.facts, facts, self.clock())
+        return intake.insert_pulled(self.warm, facts, self.clock())
 
     def install_state(self, state, keep_counts: bool) -> None:
         """Replace hot memory and the tree with a restored critical state."""
-        intake.install_state(self.facts, state, keep_counts, self.clock())
+        intake.install_state(self.warm, state, keep_counts, self.clock())
 
     def bulk_insert(self, facts: list[Fact], tier_by_score: bool) -> int:
         """Insert restored facts quickly (no outbox: they came from the cloud)."""
@@ -487,7 +488,7 @@ class Memory:
     def prepare_bulk(self, facts: list[Fact], tier_by_score: bool) -> list[tuple]:
         """The CPU half of bulk_insert (tier, duplicate key, size, index body); touches no
         database. Restore's mirror calls the two halves itself."""
-        return intake.prepare_bulk(self.facts, facts, tier_by_score, self.clock())
+        return intake.prepare_bulk(self.warm, facts, tier_by_score, self.clock())
 
     def insert_prepared(self, rows: list[tuple]) -> int:
         """The database half of bulk_insert: rows from prepare_bulk(), skipping known ids."""

@@ -3,7 +3,7 @@
     evoclaw-memory mcp [--agent-id ID]      (optional extra: pip install 'evoclaw-memory[mcp]')
 
 Tools: get_context, retrieve, remember, end_conversation, update_hot, show_tree, sync,
-sync_status. Resources: evoclaw://memory/MEMORY.md, evoclaw://memory/tree,
+sync_status, and the owner's control: forget, edit_fact, list_facts, history. Resources: evoclaw://memory/MEMORY.md, evoclaw://memory/tree,
 evoclaw://memory/tree.json. Built on the official `mcp` package (its MCPServer, named
 FastMCP before mcp 2); stdout carries the protocol only, logs go to stderr.
 
@@ -174,6 +174,42 @@ def build_server(mem: "Memory"):
     @guarded
     def sync_status() -> dict[str, Any]:
         return plain(mem.sync_status())
+
+    # The owner's control (SPEC §5b); hints tell hosts which tools to confirm with the user.
+    from mcp.types import ToolAnnotations
+    reading = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                              open_world_hint=False)
+    erasing = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+    @server.tool(description="Erase stored facts by id (from list_facts or retrieve), here, "
+                             "in the cloud and on the owner's other devices. Only when the "
+                             "user asks to forget.", annotations=erasing)
+    @guarded
+    def forget(fact_ids: list[str]) -> dict[str, Any]:
+        gone = mem.forget(fact_ids, by="mcp")
+        return {"forgotten": gone, "count": len(gone)}
+
+    @server.tool(description="Correct a stored fact (text, category, importance); the old "
+                             "version is kept in its history, out of search.", annotations=erasing)
+    @guarded
+    def edit_fact(fact_id: str, text: Optional[str] = None, category: Optional[str] = None,
+                  importance: Optional[float] = None) -> dict[str, Any]:
+        return {"fact": plain(mem.edit(fact_id, text=text, category=category,
+                                       importance=importance, by="mcp"))}
+
+    @server.tool(description="List stored facts, oldest first, optionally under a category "
+                             "path (and below) or of one tier (warm, cold).", annotations=reading)
+    @guarded
+    def list_facts(category: Optional[str] = None, tier: Optional[str] = None,
+                   limit: int = 50, offset: int = 0) -> dict[str, Any]:
+        facts = mem.list_facts(category=category, tier=tier, limit=limit, offset=offset)
+        return {"facts": [plain(f) for f in facts], "count": len(facts)}
+
+    @server.tool(description="A fact's history: versions, supersessions, reinforcements and "
+                             "its forget, with times and who did it.", annotations=reading)
+    @guarded
+    def history(fact_id: str) -> dict[str, Any]:
+        return plain(mem.history(fact_id))
 
     @server.resource(MEMORY_MD_URI, name="MEMORY.md", mime_type="text/markdown",
                      description="Hot memory as the agent loads it every session.")

@@ -1,4 +1,4 @@
-"""The `tree` command group of `evoclaw-memory`: show (default), add, remove, prune."""
+"""The `tree` command group of `evoclaw-memory`: show (default), add, remove, move, prune."""
 
 from __future__ import annotations
 
@@ -87,6 +87,20 @@ def tree_remove(ctx: click.Context, path: str) -> None:
         mem.tree_remove(path)
     emit(ctx, {"removed": path.strip().lower()},
           lambda: click.echo(f"removed {path.strip().lower()}"))
+
+
+@tree.command("move")
+@click.argument("old")
+@click.argument("new")
+@common_options
+@click.pass_context
+def tree_move(ctx: click.Context, old: str, new: str) -> None:
+    """Move the facts filed at OLD (and below) to NEW, then remove OLD."""
+    with open_memory(ctx) as mem:
+        moved = mem.tree_move(old, new)
+    emit(ctx, {"moved": moved, "from": old.strip().lower(), "to": new.strip().lower()},
+         lambda: click.echo(f"moved {moved} fact(s) from {old.strip().lower()} to "
+                            f"{new.strip().lower()}"))
 
 
 @tree.command("prune")

@@ -30,6 +30,7 @@ KV_REMOTE_VERSION = "sync.remote_version"
 KV_PULL_CURSOR = "sync.pull_cursor"
 KV_LAST_PUSH = "sync.last_push"
 KV_DEVICE_ID = "device_id"
+KV_TOMBSTONE_CURSOR = "sync.tombstone_cursor"   # rowid of the last pulled cloud tombstone
 KV_STATE_NONCE = "sync.state_nonce"   # the push nonce of the cloud state at KV_REMOTE_VERSION
 VERIFY_BUCKET_SECONDS = 86_400   # one day of created_at: a few hundred counts for years of facts
 
@@ -60,6 +61,7 @@ class SyncReport(msgspec.Struct):
     outbox_depth: int = 0
     seconds: float = 0.0
     rejected: int = 0            # entries the cloud refused for good, set aside this sync
+    forgotten: int = 0           # local facts deleted because another device forgot them
 
 
 class VerifyReport(msgspec.Struct):
@@ -167,7 +169,11 @@ class SyncEngine:
             state_entry = next(((seq, ver) for seq, kind, _, ver in entries if kind == "state"),
                                None)
             resync = next((seq for seq, kind, _, _ in entries if kind == "resync"), None)
-            facts = self.store.facts_by_ids([ref for _, ref, _ in fact_entries])
+            # The owner's forgets and unsupersedes ride in the same request (SPEC §5b).
+            forgets = [(seq, ref, ver) for seq, kind, ref, ver in entries if kind == "forget"]
+            revives = [(seq, ref, ver) for seq, kind, ref, ver in entries if kind == "revive"]
+            facts = self.store.facts_by_ids([ref for _, ref, _ in fact_entries] +
+                                            [ref for _, ref, _ in revives])
             resync_at: Optional[tuple[int, bool]] = None
             if resync is not None and len(facts) < self.batch_size:
                 queued = {f.id for f in facts}
@@ -177,11 +183,17 @@ class SyncEngine:
             cursor = int(self.store.get_setting(KV_PULL_CURSOR) or 0)
             # New facts change the tree's counts, so the state goes with every batch of facts
             # (remember() queues the fact alone; see WarmKeeper.insert).
-            state = self.local.critical_state() if state_entry is not None or facts else None
+            # A forget changes the counts too (ControlKeeper.forget queues no state entry).
+            state = self.local.critical_state() if state_entry is not None or facts or forgets \
+                else None
+            tomb_cursor = int(self.store.get_setting(KV_TOMBSTONE_CURSOR) or 0)
             # Unavailable propagates: nothing was acknowledged, the outbox keeps the work.
             try:
                 result = self.remote.push(self.agent_id, self.device_id, self.device_name,
-                                          facts, state, expected, cursor)
+                                          facts, state, expected, cursor,
+                                          forgotten=[ref for _, ref, _ in forgets],
+                                          revived=[ref for _, ref, _ in revives],
+                                          tombstones_after=tomb_cursor)
             except (ValidationError, RemoteError) as exc:
                 report.requests += 1
                 if not facts or not refused_for_good(exc):
@@ -205,7 +217,10 @@ class SyncEngine:
                 cursor_after = max(cursor, min(newer_key) - 1)
                 pulled = [f for r, f in result.pulled if r <= cursor_after]
             with self.store.transaction():
-                self.store.ack_sent([(seq, ver) for seq, _, ver in fact_entries])
+                self.store.ack_sent([(seq, ver) for seq, _, ver in fact_entries + forgets + revives])
+                if result.tombstones:
+                    self.store.set_setting(KV_TOMBSTONE_CURSOR,
+                                           str(max(r for r, _ in result.tombstones)))
                 self.store.clear_rejected("fact", [ref for _, ref, _ in fact_entries])
                 if result.state_pushed and state_entry is not None:
                     self.store.ack_sent([state_entry])   # a newer change has a newer seq
@@ -227,6 +242,8 @@ class SyncEngine:
             report.remote_version = result.version
             if pulled:
                 report.pulled_facts += self.local.insert_pulled(pulled)
+            if result.tombstones and hasattr(self.local, "apply_tombstones"):
+                report.forgotten += self.local.apply_tombstones([i for _, i in result.tombstones])
             if result.remote is not None and result.remote.state is not None:
                 # Another device wrote a newer state (or won the race): merge, then push the
                 # merge if it differs from theirs, against their version.
@@ -252,10 +269,12 @@ class SyncEngine:
                 refreshed = True
                 self.local.refresh_keys(self.remote)
                 continue
-            more_pull = len(result.pulled) + len(result.unreadable) >= 200 and not newer_key
+            more_pull = (len(result.pulled) + len(result.unreadable) >= 200
+                         or len(result.tombstones) >= 200) and not newer_key
             if not self.store.outbox(limit=1) and not more_pull:
                 break
-            if not fact_entries and state_entry is None and resync is None and not more_pull:
+            if not (fact_entries or forgets or revives) and state_entry is None \
+                    and resync is None and not more_pull:
                 break
         report.outbox_depth = self.store.outbox_depth()
         report.seconds = round(time.perf_counter() - started, 4)

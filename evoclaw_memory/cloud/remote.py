@@ -18,14 +18,15 @@ import secrets
 import time
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Optional, Protocol, Union
+from typing import Any, Optional, Protocol, Sequence, Union
 
 import msgspec
 
 from evoclaw_memory.cloud.codec import CriticalState, PlainCodec
 from evoclaw_memory.cloud.sql import SqlExecutor, Stmt
-from evoclaw_memory.cloud.statements import (BUCKET, FACT_COLS, PAGE_AS_JSON, PAGE_AS_ROWS, ROW, STATEMENT_SPLIT,
-                                             UPSERT_FACTS, UPSERT_ROWS)
+from evoclaw_memory.cloud.statements import (BUCKET, CLEAR_SUPERSEDED, DELETE_FORGOTTEN, FACT_COLS, PAGE_AS_JSON,
+                                             PAGE_AS_ROWS, PULL_TOMBSTONES, ROW, STATEMENT_SPLIT,
+                                             TOMBSTONE_IDS, UPSERT_FACTS, UPSERT_ROWS)
 from evoclaw_memory.errors import ConfigError, CryptoError, RemoteError, ValidationError
 from evoclaw_memory.models import Fact
 
@@ -56,6 +57,7 @@ class PushResult(msgspec.Struct):
     unreadable: list[tuple[int, str]] = []   # (rowid, why) of pulled rows that did not open
     needs_keys: bool = False                 # the cloud's state is sealed under a newer key
     nonce: Optional[str] = None              # the cloud's state row's push nonce afterwards
+    tombstones: list[tuple[int, str]] = []   # (rowid, id) of facts other devices forgot
 
 
 class ArchiveCounts(msgspec.Struct):
@@ -83,7 +85,9 @@ class Remote(Protocol):
 
     def push(self, agent_id: str, device_id: str, device_name: str, facts: list[Fact],
              state: Optional[CriticalState], expected_version: int, pull_after: int,
-             pull_limit: int = 200) -> PushResult: ...
+             pull_limit: int = 200, forgotten: Sequence[str] = (),
+             revived: Sequence[str] = (), tombstones_after: Optional[int] = None
+             ) -> PushResult: ...
 
     def pull_state(self, agent_id: str) -> Optional[RemoteState]: ...
 
@@ -195,8 +199,13 @@ class SqlRemote:
 
     def push(self, agent_id: str, device_id: str, device_name: str, facts: list[Fact],
              state: Optional[CriticalState], expected_version: int, pull_after: int,
-             pull_limit: int = 200) -> PushResult:
-        """Facts + critical state (CAS on version) + device heartbeat + pull, one transaction."""
+             pull_limit: int = 200, forgotten: Sequence[str] = (), revived: Sequence[str] = (),
+             tombstones_after: Optional[int] = None) -> PushResult:
+        """Facts + critical state (CAS on version) + device heartbeat + pull, one transaction.
+
+        `forgotten` ids are deleted with a tombstone each, `revived` ids lose their
+        supersession, and with `tombstones_after` other devices' tombstones after that
+        cursor come back (PushResult.tombstones) — all in the same request."""
         self._ready()
         now = int(time.time())
         stmts = [Stmt(
@@ -209,6 +218,15 @@ class SqlRemote:
             # Never write clear text into an agent whose memory another device encrypted.
             revoked += " UNION ALL SELECT 1 FROM evoclaw_keys WHERE agent_id = ?"
             guard_args = (agent_id, device_id, agent_id)
+        if forgotten:
+            ids = msgspec.json.encode(list(forgotten)).decode()
+            stmts.append(Stmt(TOMBSTONE_IDS.format(guard=revoked),
+                              (agent_id, now, device_id, ids, *guard_args)))
+            stmts.append(Stmt(DELETE_FORGOTTEN.format(guard=revoked), (agent_id, ids, *guard_args)))
+        if revived:
+            stmts.append(Stmt(CLEAR_SUPERSEDED.format(guard=revoked),
+                              (agent_id, msgspec.json.encode(list(revived)).decode(),
+                               *guard_args)))
         for start in range(0, len(facts), UPSERT_ROWS):
             # Many rows per statement keeps the request small (the SQL is sent once per chunk).
             # A revoked device writes nothing: the guard is inside the statement itself.
@@ -217,7 +235,7 @@ class SqlRemote:
             for fact in chunk:
                 args += self.codec.fact_args(agent_id, device_id, fact)
             stmts.append(Stmt(UPSERT_FACTS.format(rows=", ".join([ROW] * len(chunk)),
-                                                   guard=revoked), (*args, *guard_args)))
+                                                   guard=revoked), (*args, *guard_args, agent_id)))
         new_version = expected_version + 1
         # A nonce per push, not per attempt: the client's own retry of this request after a
         # lost answer carries the same one, so a commit it cannot see still counts as ours.
@@ -232,6 +250,11 @@ class SqlRemote:
                 "WHERE critical_state.version = ?",
                 (agent_id, self.codec.state_data(state), now, new_version, device_id, nonce,
                  *guard_args, expected_version)))
+        # Other devices' forgets after our cursor (read before the last three, which are
+        # found from the end).
+        tomb_at = len(stmts)
+        if tombstones_after is not None:
+            stmts.append(Stmt(PULL_TOMBSTONES, (agent_id, tombstones_after, device_id, pull_limit)))
         # Read back: did THIS compare-and-set apply (our version and nonce), or what is the
         # cloud's state? Version and device alone would also match another sync of this
         # device, or an earlier push whose answer was lost: its state, not this one.
@@ -278,7 +301,9 @@ class SqlRemote:
         return PushResult(facts=0 if is_revoked else len(facts), state_pushed=state_pushed,
                           remote=remote, version=version, revoked=is_revoked,
                           pulled=self._paged(pulled_rows, unreadable),
-                          unreadable=unreadable, needs_keys=needs_keys, nonce=row_nonce)
+                          unreadable=unreadable, needs_keys=needs_keys, nonce=row_nonce,
+                          tombstones=[] if tombstones_after is None else
+                          [(int(r[0]), str(r[1])) for r in results[tomb_at].rows])
 
     def pull_state(self, agent_id: str) -> Optional[RemoteState]:
         self._ready()

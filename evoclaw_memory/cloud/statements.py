@@ -30,6 +30,9 @@ UPSERT_FACTS = (
     "INSERT INTO cold_memories (id, agent_id, text, category, importance, created_at, "
     "access_count, metadata, source, last_access, superseded_by, device_id) "
     "SELECT * FROM (VALUES {rows}) WHERE NOT EXISTS ({guard}) "
+    # A forgotten fact stays forgotten: a device that has not pulled the tombstone yet (or
+    # replays an old push) cannot upsert it back. One "?" for the agent id, after the guard's.
+    "AND NOT EXISTS (SELECT 1 FROM cold_tombstones t WHERE t.agent_id = ? AND t.id = column1) "
     "ON CONFLICT(id) DO UPDATE SET category = excluded.category, text = excluded.text, "
     "metadata = excluded.metadata, importance = excluded.importance, "
     "created_at = excluded.created_at, "
@@ -41,3 +44,15 @@ UPSERT_FACTS = (
     # leaves the superseded row as it is rather than pair its values with the old link.
     "WHERE cold_memories.agent_id = excluded.agent_id AND "
     "(excluded.superseded_by IS NOT NULL OR cold_memories.superseded_by IS NULL)")
+# The owner's forget (SPEC §5b), inside the push transaction: the tombstone first, then the
+# row. "?" order: agent_id, deleted_at, device_id, ids (a JSON array), then the revoked guard.
+TOMBSTONE_IDS = ("INSERT OR IGNORE INTO cold_tombstones (agent_id, id, deleted_at, device_id) "
+                 "SELECT ?, value, ?, ? FROM json_each(?) WHERE NOT EXISTS ({guard})")
+DELETE_FORGOTTEN = ("DELETE FROM cold_memories WHERE agent_id = ? AND id IN "
+                    "(SELECT value FROM json_each(?)) AND NOT EXISTS ({guard})")
+# unsupersede: an upsert only ever sets the link, so clearing it is its own statement (the
+# row's sealed values are rewritten by the upsert of the same push).
+CLEAR_SUPERSEDED = ("UPDATE cold_memories SET superseded_by = NULL WHERE agent_id = ? AND id IN "
+                    "(SELECT value FROM json_each(?)) AND NOT EXISTS ({guard})")
+PULL_TOMBSTONES = ("SELECT rowid, id FROM cold_tombstones WHERE +agent_id = ? AND rowid > ? "
+                   "AND (device_id IS NULL OR device_id != ?) ORDER BY rowid LIMIT ?")

@@ -118,7 +118,7 @@ def quick(mem: "Memory") -> dict[str, int]:
         plan = eviction_plan(mem.store.warm_rows(), now, max_bytes=cfg.warm_max_bytes,
                              retention_days=cfg.warm_retention_days, decay_days=cfg.decay_days,
                              access_boost=cfg.access_boost)
-        mem.facts.archive(plan, now, op="evict.consolidate")
+        mem.warm.archive(plan, now, op="evict.consolidate")
     promoted = promote_lessons(mem)
     mem.write_memory_md()
     return {"rescored": mem.store.count_facts("warm") + len(plan), "archived": len(plan),

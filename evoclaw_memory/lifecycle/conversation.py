@@ -60,6 +60,10 @@ def end_conversation(mem: "Memory", messages: Union[str, list], *,
     started = time.perf_counter()
     result = mem.distill(messages)
     applied = _apply(mem, result)
+    # "forget about X", "scratch that": act on clear matches, report the rest (SPEC §5b).
+    from evoclaw_memory.lifecycle.control import act_on_triggers
+    control = act_on_triggers(mem, messages, exclude=[getattr(f, "id", "") for f in
+                                                      applied.get("added", [])])
     md_path = mem.write_memory_md()
 
     consolidation = None
@@ -97,6 +101,8 @@ def end_conversation(mem: "Memory", messages: Union[str, list], *,
         "sync": sync_report,
         "outbox_depth": mem.store.outbox_depth(),
         "seconds": round(time.perf_counter() - started, 4),
+        "forgotten": control["forgotten"],
+        "forget_candidates": control["forget_candidates"],
     }
     if result.get("llm_error"):
         report["llm_error"] = result["llm_error"]      # the LLM failed; rules were used

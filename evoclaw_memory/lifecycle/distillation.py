@@ -75,7 +75,7 @@ def apply(mem: "Memory", result: dict[str, Any]) -> dict[str, Any]:
         for dup in result.get("duplicates") or []:
             old = mem.store.get_fact(dup.get("old_id", ""))
             if old is not None and old.superseded_by is None:
-                mem.facts.reinforce([old.id], now, op="distill.duplicate")
+                mem.warm.reinforce([old.id], now, op="distill.duplicate")
                 duplicates.append(old.id)
         for update in fresh_hot_updates(list(result.get("hot_updates") or []), mem.hot):
             try:

@@ -23,8 +23,9 @@ def insert_pulled(warm: WarmKeeper, facts: list[Fact], now: float) -> int:
     added = 0
     with store.transaction():
         for fact in facts:
-            if store.get_fact(fact.id) is not None:
-                continue
+            if store.get_fact(fact.id) is not None or store.conn.execute(
+                    "SELECT 1 FROM forgotten WHERE id = ?", (fact.id,)).fetchone():
+                continue        # known, or forgotten here (its tombstone may not be out yet)
             category = tree.ensure_category(tree_rules.validate_path(fact.category), now)
             tier = "cold" if warm.belongs_in_cold(fact.importance, fact.created_at,
                                                   fact.access_count, now) else "warm"

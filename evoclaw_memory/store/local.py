@@ -323,7 +323,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         """Delete every row of this agent's memory (a revoked device, restore --force);
         `keep_settings` names kv entries to keep (restore keeps the keys it just unlocked)."""
         for table in ("facts", "facts_fts", "fts_pending", "tree_nodes", "hot_state", "outbox",
-                      "outbox_rejected", "metrics", "audit"):
+                      "outbox_rejected", "metrics", "audit", "fact_versions", "forgotten"):
             self.conn.execute(f"DELETE FROM {table}")
         kept = list(keep_settings)
         self.conn.execute(f"DELETE FROM kv WHERE key NOT IN ({','.join('?' * len(kept))})",

@@ -13,7 +13,9 @@ import secrets
 from typing import Optional
 
 from evoclaw_memory.config import Config
+from evoclaw_memory.errors import ValidationError
 from evoclaw_memory.models import Fact, Metadata
+from evoclaw_memory.store.control import ControlKeeper
 from evoclaw_memory.store.local import LocalStore
 from evoclaw_memory.store.tree_keeper import TreeKeeper, index_body
 from evoclaw_memory.text import normalized_key
@@ -89,7 +91,13 @@ class WarmKeeper:
         self.store.audit(op, ",".join(fact_ids)[:500], "reinforced", now)
 
     def supersede(self, old: Fact, new: Fact, now: float) -> None:
-        """Mark `old` superseded by `new` (kept for history, out of the counts and search)."""
+        """Mark `old` superseded by `new` (kept for history, out of the counts and search).
+
+        Refused when `new` is already (through a chain) superseded by `old`: the loop would
+        hide both for good."""
+        if ControlKeeper(self.store, self.tree).would_cycle(old.id, new.id):
+            raise ValidationError(f"{new.id} is already superseded (directly or through a chain) "
+                                  f"by {old.id}; superseding {old.id} by it would hide both")
         with self.store.transaction():
             self.store.set_superseded(old.id, new.id)
             if old.superseded_by is None:

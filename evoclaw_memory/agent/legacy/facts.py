@@ -128,9 +128,9 @@ def import_facts(mem: "Memory", data: Any, report: Report, progress: Optional[Pr
                     access_boost=cfg.access_boost)
                 fact = msgspec.structs.replace(fact, category=category, metadata=meta,
                                                tier="cold" if cold else "warm")
-                mem.facts.insert(fact, key, now, op="legacy.import")
+                mem.warm.insert(fact, key, now, op="legacy.import")
                 if fact.tier == "warm":
-                    mem.facts.evict_over_cap(now)
+                    mem.warm.evict_over_cap(now)
         except (ValidationError, LimitError) as exc:
             report.refuse(name, label, str(exc))
             continue

@@ -1,0 +1,256 @@
+"""The owner's control on one device (SPEC §5b): list, edit with history, forget (the row and
+its full-text entry, its old versions, an audit row without the text), forget_matching's dry
+run, unsupersede, supersession cycles refused, tree move, export/import round trips (also as
+a property), the forget triggers of a conversation, and the CLI and MCP surfaces."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import hypothesis.strategies as st
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+
+from evoclaw_memory import Memory
+from evoclaw_memory.cli.main import cli
+from evoclaw_memory.errors import NotFoundError, ValidationError
+
+
+@pytest.fixture
+def mem(tmp_path):
+    with Memory.open("sam", home=tmp_path / "home") as m:
+        yield m
+
+
+def fts_hits(mem, word):
+    """Full-text entries holding `word` (tokenised as the index tokenises it)."""
+    from evoclaw_memory.text import fts_phrase, tokens
+    mem.store.flush_fulltext()
+    return mem.store.conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?",
+                                  (fts_phrase(tokens(word)[0]),)).fetchone()[0]
+
+
+def test_edit_keeps_the_old_version_in_history_not_in_search(mem):
+    fact = mem.remember("Luna's vet is Dr Hargreve", category="home/pets", importance=0.6)
+    edited = mem.edit(fact.id, text="Luna's vet is Dr Hargreaves at https://spire.example",
+                      category="health/vets", importance=0.9)
+    assert edited.metadata.urls == ["https://spire.example"]
+    assert mem.get(fact.id).text.startswith("Luna's vet is Dr Hargreaves")
+    assert fts_hits(mem, "hargreve") == 0 and fts_hits(mem, "hargreaves") == 1
+    hist = mem.history(fact.id)
+    assert [(v.version, v.text, v.category, v.actor) for v in hist.versions] == \
+        [(1, "Luna's vet is Dr Hargreve", "home/pets", "manual")]
+    assert [e.op for e in hist.events] == ["remember", "edit"]
+    counts = {n.path: n.warm_count for n in mem.tree}
+    assert counts["home/pets"] == 0 and counts["health/vets"] == 1
+    with pytest.raises(ValidationError):
+        mem.edit(fact.id)                          # nothing to change
+    with pytest.raises(ValidationError):
+        mem.edit(fact.id, importance=float("nan"))
+    with pytest.raises(NotFoundError):
+        mem.edit("nope", text="x")
+
+
+def test_forget_erases_row_index_versions_and_audits_without_text(mem):
+    fact = mem.remember("The safe code is 7731-QUILL", category="home", importance=0.9)
+    mem.edit(fact.id, text="The safe code is 7731-QUILLBACK")
+    other = mem.remember("The garden pump runs at night", category="home")
+    assert mem.forget(fact.id) == [fact.id]
+    assert mem.store.get_fact(fact.id) is None and mem.get(other.id)
+    assert fts_hits(mem, "quillback") == 0
+    dump = "\n".join(mem.store.conn.iterdump())
+    assert "QUILL" not in dump                      # versions, audit, outbox: no text left
+    assert ("forget", fact.id) in {(k, r) for _, k, r in mem.store.outbox()}
+    hist = mem.history(fact.id)
+    assert hist.fact is None and hist.forgotten_at and hist.events[-1].op == "forget"
+    assert {n.path: n.warm_count for n in mem.tree}["home"] == 1
+    with pytest.raises(NotFoundError):
+        mem.forget([other.id, "missing"])            # all or nothing
+    assert mem.get(other.id)
+
+
+def test_forget_matching_is_a_dry_run_unless_told(mem):
+    a = mem.remember("Old address: 12 Elm Street", category="owner/home")
+    b = mem.remember("Elm Street has a bakery", category="places")
+    mem.remember("Oak Road is quiet", category="owner/home")
+    assert {f.id for f in mem.forget_matching("elm street")} == {a.id, b.id}
+    assert mem.store.count_facts() == 3
+    gone = mem.forget_matching("elm street", category="owner", dry_run=False)
+    assert [f.id for f in gone] == [a.id] and mem.store.count_facts() == 2
+    with pytest.raises(ValidationError):
+        mem.forget_matching("the a of")              # stopwords only
+
+
+def test_list_filters_unsupersede_and_cycles(mem):
+    old = mem.remember("The vent opens at 24 degrees", category="projects/garden",
+                       created_at=1_000_000)
+    new = mem.remember("The vent opens at 26 degrees", category="projects/garden",
+                       created_at=2_000_000)
+    mem.remember("Tea at five", category="owner", created_at=3_000_000)
+    mem.supersede(old.id, new.id)
+    with pytest.raises(ValidationError, match="hide both"):
+        mem.supersede(new.id, old.id)
+    assert [f.id for f in mem.facts(category="projects")] == [new.id]
+    assert len(mem.facts(include_superseded=True)) == 3
+    assert [f.id for f in mem.facts(since=1_500_000, until=2_500_000)] == [new.id]
+    assert len(mem.facts(limit=1, offset=1)) == 1
+    mem.unsupersede(old.id)
+    assert old.id in [r.fact.id for r in mem.retrieve("vent degrees", limit=5)]
+    assert {"revive", "fact"} <= {k for _, k, r in mem.store.outbox() if r == old.id}
+    with pytest.raises(ValidationError):
+        mem.unsupersede(old.id)
+
+
+def test_tree_move_moves_facts_then_removes_the_node(mem):
+    mem.remember("Rex is a beagle", category="home/pets/dogs")
+    mem.remember("Tom is a cat", category="home/pets")
+    assert mem.tree_move("home/pets", "family/animals") == 2
+    paths = {n.path: n.warm_count for n in mem.tree}
+    assert "home/pets" not in paths and paths["family/animals"] == 1
+    assert paths["family/animals/dogs"] == 1
+    mem.tree_remove("home")                        # the companion tree remove now works
+    with pytest.raises(ValidationError):
+        mem.tree_move("family", "family/x")
+
+
+def _export(m) -> str:
+    out = io.StringIO()
+    m.export(out)
+    return out.getvalue()
+
+
+def test_export_import_round_trip_byte_for_byte(mem, tmp_path):
+    a = mem.remember("Luna is allergic to peanuts 花生", category="health/allergies",
+                     importance=0.85, metadata={"urls": ["https://a.example/x"]})
+    b = mem.remember("Old fact", category="misc", created_at=1_600_000_000.123456)
+    c = mem.remember("New fact", category="misc")
+    mem.supersede(b.id, c.id)
+    mem.edit(a.id, text="Luna is allergic to peanuts and cashews 花生")
+    mem.retrieve("peanuts")
+    first = _export(mem)
+    path = tmp_path / "export.jsonl"
+    assert mem.export(path) == 3 and path.read_text() == first
+    with Memory.open("sam", home=tmp_path / "fresh") as fresh:
+        report = fresh.import_jsonl(path)
+        assert report == {"facts": 3, "skipped": 0, "forgotten": 0, "versions": 1}
+        assert _export(fresh) == first
+        assert fresh.import_jsonl(path)["skipped"] == 3      # known ids are skipped
+        assert fresh.history(a.id).versions[0].text == "Luna is allergic to peanuts 花生"
+        assert fresh.store.outbox_depth() >= 3               # they go to the cloud
+    md = io.StringIO()
+    mem.export(md, format="markdown")
+    assert "## health/allergies" in md.getvalue() and "cashews" in md.getvalue()
+    with Memory.open("sam", home=tmp_path / "bad") as bad:
+        broken = first.replace('"importance":0.85', '"importance":"high"')
+        with pytest.raises(ValidationError, match="line"):
+            bad.import_jsonl(io.StringIO(broken))
+        assert bad.store.count_facts() == 0                 # nothing written
+    mem.forget(c.id)
+    with Memory.open("sam", home=tmp_path / "a2") as again:
+        again.import_jsonl(io.StringIO(first))
+        again.forget(c.id)
+        assert again.import_jsonl(io.StringIO(first))["forgotten"] == 1
+
+
+facts_strategy = st.lists(st.tuples(
+    st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=60)
+    .filter(lambda t: t.strip()),
+    st.sampled_from(["home", "work/projects", "health/allergies"]),
+    st.floats(0, 1), st.floats(0, 4_000_000_000)), min_size=1, max_size=12)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=facts_strategy)
+def test_export_import_property(tmp_path_factory, rows):
+    root = tmp_path_factory.mktemp("prop")
+    with Memory.open("sam", home=root / "a") as a, Memory.open("sam", home=root / "b") as b:
+        for text, cat, importance, created in rows:
+            a.remember(text, category=cat, importance=importance, created_at=created)
+        first = _export(a)
+        b.import_jsonl(io.StringIO(first))
+        assert _export(b) == first
+        assert b.facts(include_superseded=True) == a.facts(include_superseded=True)
+
+
+def test_conversation_triggers_forget_clear_matches_and_report_the_rest(mem):
+    addr = mem.remember("Owner's old address is 12 Elm Street", category="owner/home")
+    mem.remember("Owner likes tea", category="owner/preferences")
+    mem.remember("Owner likes green tea in the morning", category="owner/preferences")
+    report = mem.end_conversation([{"role": "user", "content": "Please forget my old address "
+                                    "at Elm Street."}], sync=False)
+    assert report["forgotten"] == [addr.id] and mem.store.get_fact(addr.id) is None
+    assert mem.history(addr.id).events[-1].actor == "bot:rules"
+    report = mem.end_conversation([{"role": "user", "content": "forget about tea"}], sync=False)
+    assert report["forgotten"] == [] and len(report["forget_candidates"]) == 2
+    report = mem.end_conversation([{"role": "user", "content": "My locker code is 4411."},
+                                   {"role": "user", "content": "Never mind, scratch that."}],
+                                  sync=False)
+    assert not [f for f in mem.facts() if "4411" in f.text or "scratch" in f.text]
+    zh = mem.remember("主人的旧地址在北京朝阳区", category="owner/home")
+    assert mem.end_conversation("忘掉旧地址", sync=False)["forgotten"] == [zh.id]
+    said = mem.end_conversation([{"role": "assistant", "content": "I will forget about tea."}],
+                                sync=False)
+    assert said["forgotten"] == []                 # only the owner's words count
+
+
+def test_cli_control_commands(tmp_path):
+    runner = CliRunner()
+    env = {"EVOCLAW_HOME": str(tmp_path / "cli"), "EVOCLAW_ENCRYPTION": "off"}
+
+    def run(*args, input=None):
+        result = runner.invoke(cli, list(args), env=env, input=input)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    fid = run("store", "--text", "The safe code is 7731", "--category", "home").strip()
+    other = run("store", "--text", "The pump runs at night", "--category", "home").strip()
+    lines = run("list", "--nl").strip().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [fid, other]
+    assert json.loads(run("list", "--json", "--category", "home"))["count"] == 2
+    run("edit", fid, "--text", "The safe code is 7732", "--url", "https://x.example")
+    hist = json.loads(run("history", fid, "--json"))
+    assert hist["versions"][0]["text"] == "The safe code is 7731"
+    out = tmp_path / "e.jsonl"
+    run("export", "-o", str(out))
+    md = run("export", "--format", "markdown")
+    assert "7732" in md
+    refused = runner.invoke(cli, ["forget", "--matching", "pump"], env=env)
+    assert refused.exit_code != 0                  # not a terminal: --yes is required
+    assert json.loads(run("forget", "--matching", "pump", "--yes", "--json"))["forgotten"] == [other]
+    assert "forgot 1" in run("forget", fid)
+    assert json.loads(run("list", "--json"))["count"] == 0
+    assert "imported 0" in run("import", str(out))   # both forgotten: the export cannot undo it
+    run("store", "--text", "Rex is a beagle", "--category", "home/pets")
+    assert "moved 1" in run("tree", "move", "home/pets", "family/pets")
+    bad = runner.invoke(cli, ["forget", "nope"], env=env)
+    assert bad.exit_code != 0 and "nope" in bad.output
+
+
+def test_mcp_control_tools_and_hints(tmp_path):
+    from test_mcp import data_of, is_error, run_session
+    home = tmp_path / "mcp"
+    with Memory.open("sam", home=home, encryption="off") as m:
+        fid = m.remember("The safe code is 7731", category="home").id
+
+    async def body(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        hints = {name: tools[name].annotations for name in
+                 ("forget", "edit_fact", "list_facts", "history")}
+        listed = data_of(await session.call_tool("list_facts", {}))
+        edited = data_of(await session.call_tool("edit_fact", {"fact_id": fid,
+                                                               "text": "The safe code is 7732"}))
+        hist = data_of(await session.call_tool("history", {"fact_id": fid}))
+        gone = data_of(await session.call_tool("forget", {"fact_ids": [fid]}))
+        missing = await session.call_tool("history", {"fact_id": "nope"})
+        return hints, listed, edited, hist, gone, is_error(missing)
+
+    hints, listed, edited, hist, gone, missing_is_error = run_session(home, "sam", body)
+    wire = {name: h.model_dump(by_alias=True) for name, h in hints.items()}   # as sent
+    assert wire["forget"]["destructiveHint"] and wire["edit_fact"]["destructiveHint"]
+    assert wire["list_facts"]["readOnlyHint"] and wire["history"]["readOnlyHint"]
+    assert not wire["list_facts"]["destructiveHint"]
+    assert listed["count"] == 1 and edited["fact"]["text"] == "The safe code is 7732"
+    assert hist["versions"][0]["actor"] == "mcp" and gone["forgotten"] == [fid]
+    assert missing_is_error
