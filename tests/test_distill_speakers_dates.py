@@ -157,9 +157,9 @@ def test_at_accepts_iso_and_refuses_nonsense(mem):
 
 
 def test_cli_distill_at(home):
-    result = CliRunner().invoke(cli, ["--agent-id", "edge", "--json", "distill", "--at", "2023-05-08T12:00:00", "--text",
-                                      '[{"role": "user", "name": "Caroline", '
-                                      '"content": "I went to a support group yesterday."}]'],
+    conversation = '[{"role": "user", "name": "Caroline", "content": "I went to a support group yesterday."}]'
+    result = CliRunner().invoke(cli, ["--agent-id", "edge", "--json", "distill", "--at", "2023-05-08T12:00:00",
+                                      "--text", conversation],
                                 env={"EVOCLAW_HOME": str(home)})
     assert result.exit_code == 0, result.output
     assert "Caroline went to a support group on 7 May 2023." in result.output
