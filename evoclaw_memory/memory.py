@@ -305,16 +305,19 @@ class Memory(OwnerControl):
     # -- distillation, notes, consolidation ---------------------------------------------------
 
     def distill(self, messages: Union[str, list[dict]],
-                llm: Optional[bool] = None) -> dict[str, Any]:
+                llm: Optional[bool] = None, at: Timestamp = None) -> dict[str, Any]:
         """Distill without storing: structured record, summary, fact drafts, and with the
         LLM also hot updates, supersedes and duplicates (apply with `apply_distillation`).
 
         llm: None follows `self.distill_llm` (None: the LLM when one is configured), True
         requires it, False uses rules. `mode` says what ran: "llm", "rules", or
-        "rules-fallback" (the LLM failed; the reason is in `llm_error`)."""
+        "rules-fallback" (the LLM failed; the reason is in `llm_error`). at: when the
+        conversation took place (epoch seconds, datetime or ISO 8601; default now): relative
+        dates resolve against it, or against a message's own `timestamp`/`time`/`created_at`."""
         validate.conversation(messages)
         _check_input_size(messages)
-        return distillation.distill(self, messages, self.distill_llm if llm is None else llm)
+        when = None if at is None else validate.when("at", at)
+        return distillation.distill(self, messages, self.distill_llm if llm is None else llm, when)
 
     def apply_distillation(self, result: dict[str, Any]) -> dict[str, Any]:
         """Store a `distill` result in one transaction: its facts (via store_drafts), the
@@ -328,19 +331,23 @@ class Memory(OwnerControl):
         for draft in drafts:
             before = self.store.find_live_by_norm_key(normalized_key(draft.text))
             fact = self.remember(draft.text, category=draft.category, importance=draft.importance,
-                                 metadata=draft.metadata, source=draft.source)
+                                 created_at=draft.created_at, metadata=draft.metadata,
+                                 source=draft.source)
             (reinforced if before is not None else added).append(fact)
         return {"added": added, "reinforced": reinforced}
 
-    def end_conversation(self, messages: Union[str, list[dict]], *, sync: Optional[bool] = None,
-                         consolidate: Optional[bool] = None, remote=None) -> dict[str, Any]:
+    def end_conversation(self, messages: Union[str, list[dict]], *, at: Timestamp = None,
+                         sync: Optional[bool] = None, consolidate: Optional[bool] = None,
+                         remote=None) -> dict[str, Any]:
         """The end of a conversation, in one call: distill (LLM or rules) -> store facts ->
         hot updates -> MEMORY.md -> quick consolidation when due (4 h) -> push when a cloud is
-        configured (offline: queued). Returns a report (see lifecycle.end_conversation)."""
+        configured (offline: queued). `at`: when it took place (see `distill`). Returns a
+        report (see lifecycle.end_conversation)."""
         from evoclaw_memory.lifecycle.conversation import end_conversation
         validate.conversation(messages)
+        when = None if at is None else validate.when("at", at)
         self.check_memory_md_path()        # before anything commits (see update_hot)
-        return end_conversation(self, messages, sync=sync, consolidate=consolidate,
+        return end_conversation(self, messages, at=when, sync=sync, consolidate=consolidate,
                                 remote=remote)
 
     def ingest_daily(self, days: int = 2, workspace: Optional[Path] = None,

@@ -26,6 +26,7 @@ class FactDraft(msgspec.Struct, omit_defaults=True):
     importance: float = 0.5
     metadata: Metadata = msgspec.field(default_factory=Metadata)
     source: str = "manual"
+    created_at: Optional[float] = None     # when it was said (a message's time); None: now
 
 
 StorageTier = Literal["warm", "cold"]

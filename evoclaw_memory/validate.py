@@ -228,9 +228,45 @@ def conversation(messages: Any) -> Any:
         if not isinstance(message, dict) or not isinstance(message.get("content"), str):
             raise ValidationError(f"message {index} has no text `content`")
         text(f"message {index} content", message["content"])
-        if message.get("role") is not None:
-            text(f"message {index} role", message["role"], max_len=64)
+        for field in ("role", "name"):
+            if message.get(field) is not None:
+                text(f"message {index} {field}", message[field], max_len=64)
+        message_time(message, index)
     return messages
+
+
+MESSAGE_TIME_FIELDS = ("timestamp", "time", "created_at")
+
+
+def message_time(message: dict, index: int = 0) -> Optional[float]:
+    """A message's own time (its `timestamp`, `time` or `created_at`), if it has one."""
+    for field in MESSAGE_TIME_FIELDS:
+        if message.get(field) is not None:
+            return when(f"message {index} {field}", message[field])
+    return None
+
+
+def when(name: str, value: Any) -> float:
+    """A moment as epoch seconds: a number, a datetime, or ISO 8601 text ("2023-05-08",
+    "2023-05-08T13:56:00Z"); a time without a zone is the device's local time."""
+    import datetime as dt
+    if isinstance(value, str):
+        raw = text(name, value, max_len=64).strip()
+        if re.fullmatch(r"\d+(?:\.\d+)?", raw):
+            return timestamp(name, float(raw))
+        try:
+            value = dt.datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            raise ValidationError(f"{name} {_show(value)} is neither epoch seconds nor an ISO 8601 "
+                                  "time (2023-05-08T13:56:00Z)") from None
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    if isinstance(value, dt.datetime):
+        try:
+            value = value.timestamp()
+        except (OverflowError, OSError, ValueError):
+            raise ValidationError(f"{name} {_show(value)} is out of range") from None
+    return timestamp(name, value)
 
 
 def valid(check: Any, *args: Any) -> bool:

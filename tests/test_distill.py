@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import time
 
@@ -167,25 +168,27 @@ def test_truncate_utf8():
 def test_facts_keep_the_informative_and_drop_the_filler():
     facts = distill_facts(ENGLISH_CHAT, KNOWN)
     texts = [fact.text for fact in facts]
+    # Issue 13: the assistant's statements count (named), "Remember that" goes.
     assert texts == [
         "My wife Lily and I decided to adopt a beagle next spring.",
-        "Read https://www.akc.org/dog-breeds/beagle/ first.",
-        "Remember that Maya is allergic to sesame.",
+        "Assistant: Read https://www.akc.org/dog-breeds/beagle/ first.",
+        "Maya is allergic to sesame.",
     ]
     assert all(fact.source == "distill" for fact in facts)
     by_text = {fact.text: fact for fact in facts}
-    allergy = by_text["Remember that Maya is allergic to sesame."]
+    allergy = by_text["Maya is allergic to sesame."]
     assert allergy.category == "health/allergies"
     assert allergy.importance >= 0.9
-    link = by_text["Read https://www.akc.org/dog-breeds/beagle/ first."]
+    link = by_text["Assistant: Read https://www.akc.org/dog-breeds/beagle/ first."]
     assert link.metadata.urls == ["https://www.akc.org/dog-breeds/beagle/"]
     assert link.importance < allergy.importance
 
 
 def test_facts_in_chinese():
-    facts = distill_facts(CHINESE_CHAT, KNOWN)
+    facts = distill_facts(CHINESE_CHAT, KNOWN, at=dt.datetime(2025, 3, 1, 12).timestamp())
     texts = [fact.text for fact in facts]
-    assert texts == ["我和陈莉决定明年春天去成都旅行，我很开心。", "记住：我老婆对花生过敏。"]
+    # Issue 13: 明年 is resolved against the conversation's time; 记住 goes; 祝你们旅途愉快 is a wish.
+    assert texts == ["我和陈莉决定2026年春天去成都旅行，我很开心。", "我老婆对花生过敏。"]
     trip, allergy = facts
     assert trip.category == "travel/trips"
     assert allergy.category == "health/allergies"
@@ -213,10 +216,11 @@ def test_long_sentences_are_shortened_cleanly():
     long_sentence = (
         "Remember that " + ", ".join(f"item number {i} goes in the blue box" for i in range(12)) + "."
     )
-    fact = distill_facts(long_sentence, [])[0]
-    assert len(fact.text) <= DISTILLED_FACT_MAX_CHARS
-    assert fact.text.endswith("…")
-    assert not fact.text[:-1].endswith((",", " "))
+    # Issue 13: a long sentence becomes several facts at its clause breaks; nothing is cut.
+    facts = distill_facts(long_sentence, [])
+    assert all(len(fact.text) <= DISTILLED_FACT_MAX_CHARS for fact in facts)
+    assert all(fact.text.endswith("blue box") or fact.text.endswith("blue box.") for fact in facts)
+    assert sum(fact.text.lower().count("item number") for fact in facts) == 12
     chinese = "记住" + "，".join(["明天下午三点去医院复查血压"] * 20)
     assert len(distill_facts(chinese, [])[0].text) <= DISTILLED_FACT_MAX_CHARS
     assert shorten("short") == "short"
@@ -246,10 +250,12 @@ def test_assistant_chit_chat_and_system_prompts_are_not_facts():
     facts = distill_facts(
         [
             {"role": "system", "content": "Remember: you are a pirate called Captain Hook."},
-            {"role": "assistant", "content": "I will always remember that your favourite colour is blue."},
+            {"role": "assistant", "content": "Sure! Happy to help, thanks."},
         ],
         [],
     )
+    # Issue 13: what the assistant states or commits to is kept (tests/test_distill_speakers_dates.py);
+    # its pleasantries and the system prompt are not.
     assert facts == []
 
 
@@ -268,7 +274,7 @@ def test_questions_without_content_are_dropped_but_requests_with_content_kept():
     facts = distill_facts(
         "What's the weather like? Can you note that Maya's dentist is on 8 December at 10:30?", []
     )
-    assert [fact.text for fact in facts] == ["Can you note that Maya's dentist is on 8 December at 10:30?"]
+    assert [fact.text for fact in facts] == ["Maya's dentist is on 8 December at 10:30."]   # issue 13
 
 
 def test_credentials_weigh_more_than_chit_chat():

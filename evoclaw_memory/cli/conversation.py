@@ -37,7 +37,10 @@ def _conversation(raw: str) -> Any:
     if not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in data):
         raise ValidationError("a conversation in JSON must be a list of {\"role\": ..., "
                               "\"content\": \"...\"} messages")
-    return [{"role": str(m.get("role", "user")), "content": m["content"]} for m in data]
+    # Who spoke and when are kept: facts name the speaker and resolve dates against the time.
+    keep = ("name", "timestamp", "time", "created_at")
+    return [{"role": str(m.get("role", "user")), "content": m["content"],
+             **{k: m[k] for k in keep if m.get(k) is not None}} for m in data]
 
 
 @click.command()
@@ -49,10 +52,13 @@ def _conversation(raw: str) -> Any:
 @click.option("--llm/--rules", "llm", default=None,
               help="--llm: use the configured LLM (an error when none is); --rules: rule "
                    "mode only. Default: the LLM when one is configured, else rules.")
+@click.option("--at", "at", default=None, metavar="EPOCH|ISO",
+              help="When the conversation took place (epoch seconds or ISO 8601; default now): "
+                   "relative dates such as 'yesterday' resolve against it.")
 @common_options
 @click.pass_context
 def distill(ctx: click.Context, text: Optional[str], file_: Optional[str], store_: bool,
-            llm: Optional[bool]) -> None:
+            llm: Optional[bool], at: Optional[str]) -> None:
     """Distill a conversation into a structured record, a core summary and fact drafts.
 
     Input: --text, --file or stdin; a JSON list of {role, content} messages, or plain text.
@@ -72,9 +78,12 @@ def distill(ctx: click.Context, text: Optional[str], file_: Optional[str], store
             raise ConfigError("no LLM configured: set EVOCLAW_LLM_BASE_URL and EVOCLAW_LLM_MODEL "
                               "(or [llm] base_url in config.toml), or drop --llm for rule mode")
     messages = _conversation(raw)
+    if at is not None:
+        from evoclaw_memory.validate import when
+        when("--at", at)               # a bad time fails before the memory opens
     with open_memory(ctx) as mem:
         mem.distill_llm = llm          # end_conversation distills through mem.distill
-        result = mem.end_conversation(messages) if store_ else mem.distill(messages)
+        result = mem.end_conversation(messages, at=at) if store_ else mem.distill(messages, at=at)
 
     def human() -> None:
         record = result["record"]

@@ -9,6 +9,7 @@ import re
 from typing import Iterable, Sequence
 
 from evoclaw_memory.distill.lexicon import STOPWORDS, TOPIC_ORDER, TOPIC_PATHS, keyword_regex, stem, variants
+from evoclaw_memory.distill.sentences import REQUEST_RE
 from evoclaw_memory.distill.signals import WORD_RE, Sentence, analyse, starts_word
 
 # Signal points (see `info_score`) a sentence needs to become a fact.
@@ -26,6 +27,36 @@ def is_informative(sentence: Sentence, min_score: int) -> bool:
         carries = sentence.names or {"date", "number"} & sentence.flags
         return bool(sentence.items) or (bool(carries) and score >= min_score + 1)
     return score >= min_score
+
+
+# Words of a reaction, not a statement: "Wow, that's awesome!", "Sounds great, thanks!"
+_REACTIONS = frozenset("""wow whoa awesome great cool amazing nice sounds sound good glad hear thanks
+thank congrats congratulations lovely wonderful fantastic incredible beautiful sweet fun haha lol yay
+aww omg true totally agree exactly same really hope hopefully luck care bye see soon later talk
+night morning chat chatting catch take welcome problem worries sure okay yes yeah yep absolutely
+definitely right indeed love proud happy awesome inspiring impressive stunning cute gorgeous super
+keep going mate friend wish best thing things that's it's glad hey hi hello wonderful brilliant
+excited exciting interesting cheers enjoy enjoyed help pleasure anytime""".split())
+
+
+_ZH_REACTION_RE = re.compile(r"祝(?:你|您|你们)?|旅途|愉快|顺利|加油|太好了|真棒|真好|不客气|没问题|好的|谢谢|"
+                             r"哈哈+|厉害|恭喜|开心|一切|你们|再见|晚安")
+
+
+def is_worth_keeping(sentence: Sentence) -> bool:
+    """Inclusive (a conversation turn): everything but greetings, thanks, reactions and
+    questions (SPEC §4); a question is kept only for the link, command or path it carries."""
+    if sentence.items:
+        return True
+    if sentence.filler or not sentence.substantive:
+        return False
+    if sentence.question and not REQUEST_RE.match(sentence.text):
+        return False
+    if sentence.cjk_chars >= 4:
+        left = _ZH_REACTION_RE.sub("", sentence.text)
+        return sum(1 for ch in left if "\u3400" <= ch <= "\u9fff") - sentence.filler_chars >= 4
+    words = {w.lower().replace("’", "'") for w in WORD_RE.findall(sentence.text)} - STOPWORDS
+    return bool(words - _REACTIONS) and len(words) >= 2
 
 
 def importance_of(sentence: Sentence, from_assistant: bool = False) -> float:

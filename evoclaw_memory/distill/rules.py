@@ -22,26 +22,34 @@ scanners), classify (keep, importance, category), and this one: the pipeline.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+import time
 from bisect import bisect_right
 from collections import Counter
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 from evoclaw_memory.limits import CORE_SUMMARY_MAX_BYTES
 from evoclaw_memory.distill.classify import (CONVERSATION_MIN_SCORE, CategoryIndex, category_for, choose_category,
-                                             importance_of, is_informative, slug, terms_of_hints)
+                                             importance_of, is_informative, is_worth_keeping, slug,
+                                             terms_of_hints)
+from evoclaw_memory.distill.dates import resolve_dates
+from evoclaw_memory.distill.speakers import attribute
 from evoclaw_memory.distill.lexicon import SUMMARY_DROP
-from evoclaw_memory.distill.metadata import locate_metadata, merge_metadata
-from evoclaw_memory.distill.sentences import (Messages, add_span, byte_length, clean_sentence, conversation_text,
+from evoclaw_memory.distill.metadata import merge_metadata
+from evoclaw_memory.distill.sentences import (Messages, add_span, byte_length, clause_spans, clean_sentence,
+                                              conversation_text,
                                               iter_messages, sentence_spans, shorten, shorten_bytes,
-                                              split_sentences, truncate_utf8)
+                                              split_sentences, strip_prefixes, truncate_utf8)
 from evoclaw_memory.distill.signals import Sentence, analyse, extend_unique, find_people
+from evoclaw_memory.distill.turns import Turn, conversation_turns, local_time
 from evoclaw_memory.models import Distilled, FactDraft, Metadata
 
 # The public face of rule-mode distillation (tests, notes and the LLM distiller use these).
 __all__ = [
     "CONVERSATION_MIN_SCORE", "STRUCTURED_FACT_MAX_BYTES", "Block", "Messages", "choose_category",
-    "clean_sentence", "conversation_text", "core_summary", "distill_facts", "distill_structured",
+    "clean_sentence", "conversation_text", "core_summary", "distill_conversation", "distill_facts",
+    "distill_structured",
     "facts_from_blocks", "find_people", "shorten", "slug", "split_sentences", "truncate_utf8",
 ]
 
@@ -87,9 +95,10 @@ class Block(NamedTuple):
 
     text: str
     hints: tuple[str, ...] = ()  # words that hint at the category (a note's heading)
-    from_assistant: bool = False  # only its links, commands and paths are worth keeping
+    from_assistant: bool = False  # weighs a little less (it often repeats the owner)
     whole: bool = False  # one sentence as it is (a short bullet), not split further
     extra: Metadata = Metadata()  # found beside the text (a code fence under a bullet)
+    turn: Optional[Turn] = None  # a conversation turn: inclusive, named, dated (issue 13)
 
 
 def facts_from_blocks(
@@ -116,6 +125,7 @@ class _FactBuilder:
     def __init__(self, index: CategoryIndex, source: str, min_score: int) -> None:
         self.index, self.source, self.min_score = index, source, min_score
         self._hint_cache: dict[tuple[str, ...], set[str]] = {}
+        self.plans: list[tuple[str, str, dt.date]] = []  # (text, "event"|"task", day)
 
     def run(self, blocks: Sequence[Block]) -> list[FactDraft]:
         if not blocks:
@@ -126,11 +136,15 @@ class _FactBuilder:
             block_starts.append(offset)
             offset += len(block.text) + len(self._SEPARATOR)
         spans: list[tuple[int, int]] | None = None
-        if any(block.whole for block in blocks):
+        if any(block.whole or block.turn is not None for block in blocks):
             spans = []
             for block, start in zip(blocks, block_starts):
                 if block.whole:
                     add_span(spans, text, start, start + len(block.text))
+                elif block.turn is not None:
+                    # A long sentence becomes several facts at its clause breaks, so that no
+                    # fact has to be cut mid-phrase to fit the limit.
+                    spans.extend((start + a, start + b) for a, b in clause_spans(block.text, _TURN_PIECE))
                 else:
                     spans.extend((start + a, start + b) for a, b in sentence_spans(block.text))
         sentences, stray_items = analyse(text, spans)
@@ -157,9 +171,10 @@ class _FactBuilder:
         return [fact for _, fact in sorted(facts + extra_facts, key=lambda pair: pair[0])]
 
     def _keep(self, sentence: Sentence, block: Block) -> bool:
-        if block.from_assistant:
-            # The assistant mostly repeats the user; what it adds are links, commands, paths.
-            return bool(sentence.items)
+        if block.turn is not None:
+            # Storage is cheap and a later question may need any plain statement: keep all
+            # but what carries nothing (greetings, thanks, reactions, bare questions).
+            return is_worth_keeping(sentence)
         return is_informative(sentence, self.min_score)
 
     def _place_leftovers(
@@ -194,52 +209,75 @@ class _FactBuilder:
         hint_terms = self._hint_cache.get(block.hints)
         if hint_terms is None:
             hint_terms = self._hint_cache[block.hints] = terms_of_hints(block.hints)
+        text = clean_sentence(sentence.text)
+        created_at = None
+        turn = block.turn
+        if turn is not None:
+            text = strip_prefixes(text)
+            resolved = resolve_dates(text, local_time(turn.when))
+            text = attribute(resolved.text, turn.speaker, turn.addressee)
+            created_at = turn.when if turn.dated else None
+            if resolved.future and resolved.dates:
+                self.plans.append((shorten(text), _plan_kind(sentence.text), min(
+                    d for d in resolved.dates if d > local_time(turn.when).date())))
         return FactDraft(
-            text=shorten(clean_sentence(sentence.text)),
+            text=shorten(text),
             category=category_for(sentence, self.index, hint_terms),
             importance=importance_of(sentence, block.from_assistant),
             metadata=sentence.metadata,
             source=self.source,
+            created_at=created_at,
         )
 
 
-def distill_facts(messages: Messages, known_categories: list[str]) -> list[FactDraft]:
-    """The facts worth storing from a conversation, mostly from the user's turns."""
-    turns = [(role, content) for role, content in iter_messages(messages) if role in ("user", "assistant")]
-    # System prompts and tool output are not the owner's memories. Assistant turns count only
-    # for their links, commands and paths: find which have any, all in one scan.
-    assistant = [content for role, content in turns if role == "assistant"]
-    with_items = _blocks_with_metadata(assistant)
-    blocks = []
-    assistant_index = 0
-    for role, content in turns:
-        if role == "user":
-            blocks.append(Block(content))
-        else:
-            if assistant_index in with_items:
-                blocks.append(Block(content, from_assistant=True))
-            assistant_index += 1
+def distill_facts(messages: Messages, known_categories: list[str],
+                  at: Optional[float] = None) -> list[FactDraft]:
+    """The facts worth storing from a conversation (both sides; see `distill_conversation`)."""
+    return distill_conversation(messages, known_categories, at)[0]
+
+
+def distill_conversation(messages: Messages, known_categories: list[str],
+                         at: Optional[float] = None) -> tuple[list[FactDraft], list[dict]]:
+    """(facts, hot updates): what each speaker said, naming them, dates made absolute against
+    the message's time (else `at`, else now), each fact created at its message's time; and
+    the dated plans among them as hot events or tasks dated on their day."""
+    turns = conversation_turns(messages, time.time() if at is None else at, dated=at is not None)
+    blocks = [Block(turn.text, from_assistant=turn.role == "assistant", turn=turn) for turn in turns]
+    builder = _FactBuilder(CategoryIndex(known_categories), "distill", CONVERSATION_MIN_SCORE)
     # The same thing said twice is one fact; what each saying links to is kept.
     by_key: dict[str, FactDraft] = {}
-    for fact in facts_from_blocks(blocks, known_categories, "distill"):
+    for fact in builder.run(blocks):
         key = _dedupe_key(fact.text)
         first = by_key.get(key)
         if first is None:
             by_key[key] = fact
         elif fact.metadata != first.metadata:
             first.metadata = merge_metadata(first.metadata, fact.metadata)
-    return list(by_key.values())
+    return list(by_key.values()), _plan_updates(builder.plans)
 
 
-def _blocks_with_metadata(texts: list[str]) -> set[int]:
-    """Indexes of the texts that hold a link, command or path (one scan over all of them)."""
-    if not texts:
-        return set()
-    starts, offset = [], 0
-    for text in texts:
-        starts.append(offset)
-        offset += len(text) + 2
-    return {bisect_right(starts, item[0]) - 1 for item in locate_metadata("\n\n".join(texts))}
+_TASK_RE = re.compile(r"\b(?:need to|have to|must|remind me|don't forget|to-?do)\b|记得|提醒|要交|得去", re.I)
+_PLAN_RE = re.compile(r"\b(?:will|shall|going to|gonna|plan(?:s|ning)? to|booked|scheduled|appointment"
+                      r"|due|need to|have to|must|remind me|meeting|visit)\b|'ll\b|要|打算|计划|准备|约|安排|开会",
+                      re.I)
+# A piece of a turn aims below the fact limit: the speaker's name and absolute dates add some.
+_TURN_PIECE = 120
+
+
+def _plan_kind(sentence: str) -> str:
+    return "task" if _TASK_RE.search(sentence) else "event" if _PLAN_RE.search(sentence) else ""
+
+
+def _plan_updates(plans: list[tuple[str, str, dt.date]]) -> list[dict]:
+    """Hot updates for the dated plans: an event or a task with its day as its timestamp."""
+    updates, seen = [], set()
+    for text, kind, day in plans:
+        if not kind or text in seen:
+            continue
+        seen.add(text)
+        stamp = dt.datetime(day.year, day.month, day.day, 12).timestamp()
+        updates.append({"key": kind, "value": {"text": text, "timestamp": stamp}})
+    return updates
 
 
 def _dedupe_key(text: str) -> str:

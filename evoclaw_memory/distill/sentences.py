@@ -94,6 +94,51 @@ def add_span(spans: list[tuple[int, int]], text: str, start: int, end: int) -> N
         spans.append((start, end))
 
 
+# What a fact does not need to say: the request to remember it, the assent before it.
+_PREFIX_RE = re.compile(
+    r"^(?:(?:yes|yeah|yep|yup|sure|no|nope|right|true|totally|definitely|absolutely|exactly|indeed"
+    r"|wow|whoa|aww+|haha+|lol|hmm+|oh|ah|great|cool|awesome|nice|thanks|thank you|please"
+    r"|ok|okay|well|so|and|but)\b[,!.:;]*\s+)*"
+    r"(?:(?:please\s+)?(?:remember|note|keep in mind|don't forget)(?:\s+that)?\b[,:]?\s+"
+    r"|(?:just\s+)?so you know,?\s+|fyi,?\s+"
+    r"|(?:can|could|would|will) you (?:please\s+)?(?:note|remember|save|record|keep in mind)(?:\s+that)?\s+)?",
+    re.IGNORECASE,
+)
+_ZH_PREFIX_RE = re.compile(r"^(?:(?:是的|对|嗯|好的|好|哦)[，,！!]\s*)*(?:(?:请)?(?:记住|记得)[，,：:]?\s*)?")
+_CLAUSE_BREAK_RE = re.compile(r"[,;:]\s+|\s+[-–—]\s+|[，；：]|\s+(?=(?:and|but|because|so|which|while|although)\s)")
+
+
+# A request to remember is a statement, though it ends with "?".
+REQUEST_RE = _REQUEST_RE = re.compile(r"(?:please\s+)?(?:can|could|would|will) you (?:please\s+)?(?:note|remember|save|"
+                                      r"record|keep in mind)\b", re.I)
+
+
+def strip_prefixes(text: str) -> str:
+    """`text` without "Remember that", "Yes," and the like in front (SPEC §4)."""
+    stripped = _ZH_PREFIX_RE.sub("", _PREFIX_RE.sub("", text, count=1), count=1).strip()
+    if not stripped or len(re.findall(r"\w", stripped)) < 2:
+        return text
+    if _REQUEST_RE.match(text):            # "Can you note that X?" states X
+        stripped = stripped.rstrip("?？ ") + "."
+    return stripped[0].upper() + stripped[1:] if stripped[0].islower() else stripped
+
+
+def clause_spans(text: str, limit: int) -> list[tuple[int, int]]:
+    """Sentence spans, a sentence longer than `limit` split at its clause breaks."""
+    out: list[tuple[int, int]] = []
+    for start, end in sentence_spans(text):
+        while end - start > limit:
+            cut = None
+            for match in _CLAUSE_BREAK_RE.finditer(text, start + limit // 4, start + limit):
+                cut = match
+            if cut is None:
+                break
+            add_span(out, text, start, cut.start())
+            start = cut.end()
+        add_span(out, text, start, end)
+    return out
+
+
 def clean_sentence(sentence: str) -> str:
     """A sentence without bullets, leading filler ("so", "btw", "嗯") and extra spaces."""
     bullet = _BULLET_RE.match(sentence)

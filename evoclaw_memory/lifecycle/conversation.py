@@ -47,7 +47,7 @@ def last_consolidation(mem: "Memory", mode: str) -> Optional[float]:
     return max(found) if found else None
 
 
-def end_conversation(mem: "Memory", messages: Union[str, list], *,
+def end_conversation(mem: "Memory", messages: Union[str, list], *, at: Optional[float] = None,
                      sync: Optional[bool] = None, consolidate: Optional[bool] = None,
                      remote=None) -> dict[str, Any]:
     """Distill `messages`, store what they teach, keep hot memory and MEMORY.md current,
@@ -58,7 +58,7 @@ def end_conversation(mem: "Memory", messages: Union[str, list], *,
     DeviceRevoked propagates (the device has wiped itself); any other cloud failure is
     reported in `sync` and the work stays queued."""
     started = time.perf_counter()
-    result = mem.distill(messages)
+    result = mem.distill(messages, at=at)
     applied = _apply(mem, result)
     # "forget about X", "scratch that": act on clear matches, report the rest (SPEC §5b).
     from evoclaw_memory.lifecycle.control import act_on_triggers

@@ -17,9 +17,11 @@ if TYPE_CHECKING:
 
 
 def distill(mem: "Memory", messages: Union[str, list[dict]],
-            llm: Optional[bool]) -> dict[str, Any]:
-    """Distill validated `messages` (llm: None auto, True required, False rules)."""
-    from evoclaw_memory.distill.rules import core_summary, distill_facts, distill_structured
+            llm: Optional[bool], at: Optional[float] = None) -> dict[str, Any]:
+    """Distill validated `messages` (llm: None auto, True required, False rules) said at
+    `at` (epoch seconds; None: now); a message's own time wins for its words."""
+    from evoclaw_memory.distill.rules import core_summary, distill_conversation, distill_structured
+    at = mem.clock() if at is None else at
     nodes = mem.store.tree_nodes()
     record = distill_structured(messages)
     result: dict[str, Any] = {"record": record, "summary": core_summary(record),
@@ -38,7 +40,8 @@ def distill(mem: "Memory", messages: Union[str, list[dict]],
             calls = mem.llm.stats.calls
             try:
                 related = related_facts(mem.store, conversation_text(turns))
-                out = distill_with_llm(mem.llm, turns, nodes, related, mem.clock())
+                out = distill_with_llm(mem.llm, turns, nodes, related, mem.clock(),
+                                       messages=messages, at=at)
             except EvoclawError as exc:
                 result["mode"], result["llm_error"] = "rules-fallback", str(exc)
             else:
@@ -46,7 +49,7 @@ def distill(mem: "Memory", messages: Union[str, list[dict]],
             result["llm_calls"] = mem.llm.stats.calls - calls
             if result["mode"] == "llm":
                 return result
-    result["facts"] = distill_facts(messages, [n.path for n in nodes])
+    result["facts"], result["hot_updates"] = distill_conversation(messages, [n.path for n in nodes], at)
     return result
 
 

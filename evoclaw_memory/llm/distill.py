@@ -21,7 +21,10 @@ from evoclaw_memory.limits import CORE_SUMMARY_MAX_BYTES, DISTILLED_FACT_MAX_CHA
 from evoclaw_memory.llm.client import LLMClient
 from evoclaw_memory.llm.prompts import (DistillAnswer, FactOut, HotOut, RelatedFact, distill_messages,
                           distill_schema, parse_distillation)
+from evoclaw_memory.distill.dates import format_date, resolve_dates
 from evoclaw_memory.distill.metadata import extract_metadata, merge_metadata
+from evoclaw_memory.distill.turns import Turn, label, local_time
+from evoclaw_memory.distill.turns import conversation_turns as conversation_turns_named
 from evoclaw_memory.models import Fact, FactDraft, HotState, Metadata, TreeNode
 from evoclaw_memory.text import fts_match_expression, normalized_key, query_terms, tokens
 
@@ -35,7 +38,11 @@ GROUNDED_HOT = 0.5
 # A "duplicate_of" must say mostly the same words as the old fact; a "supersedes" must at
 # least share a word with it (a newer value of the same thing).
 DUPLICATE_OVERLAP = 0.6
-DISTILL_MAX_TOKENS = 1_200  # room for ~12 facts with metadata, the summary and hot updates
+DISTILL_MAX_TOKENS = 1_200
+# Resolved dates use these words although the conversation said "yesterday".
+_MONTH_WORDS = set(("january february march april may june july august september october november "
+                    "december monday tuesday wednesday thursday friday saturday sunday week weekend "
+                    "before after").split())  # room for ~12 facts with metadata, the summary and hot updates
 
 Messages = Union[str, Sequence[Any]]
 
@@ -92,27 +99,69 @@ def alias_facts(facts: Iterable[Fact]) -> list[RelatedFact]:
 # -- the call --------------------------------------------------------------------------------
 
 def distill_with_llm(client: LLMClient, turns: list[tuple[str, str]], nodes: list[TreeNode],
-                     related: list[Fact], now: float) -> dict[str, Any]:
+                     related: list[Fact], now: float, *, messages: Optional[Messages] = None,
+                     at: Optional[float] = None) -> dict[str, Any]:
     """One LLM call: facts, summary, hot updates, supersedes and duplicates (LLMError on
-    failure)."""
+    failure). With `messages`, the model sees who spoke (`name`, else the role) and when
+    (the conversation's date `at`, a message's own time), and is asked to name speakers and
+    resolve relative dates; a relative date it leaves is resolved here."""
     if not turns:
         raise LLMError("nothing to distill")
-    text = conversation_text(turns)
+    at = now if at is None else at
+    named = conversation_turns_named(messages if messages is not None else
+                                     [{"role": r, "content": c} for r, c in turns], at)
+    text = named_text(named, at) or conversation_text(turns)
     aliased = alias_facts(related)
-    value = client.chat_json(distill_messages(text, nodes, aliased),
+    value = client.chat_json(distill_messages(text, nodes, aliased, when=_date_line(at),
+                                              speakers=_speakers(named)),
                              distill_schema([r.alias for r in aliased]), name="distillation",
                              purpose="distill", max_tokens=DISTILL_MAX_TOKENS)
     answer = parse_distillation(value)
-    return build_result(answer, turns, nodes, aliased, now)
+    # Dates the model left relative are made absolute against the conversation's time.
+    for item in answer.facts:
+        item.text = resolve_dates(item.text, local_time(at)).text
+    result = build_result(answer, turns, nodes, aliased, now, extra_vocabulary=text)
+    for draft in result["facts"]:
+        draft.created_at = at              # said then, not when it was distilled
+    return result
+
+
+def named_text(turns: list[Turn], at: float) -> str:
+    """The conversation as "Speaker: text" lines; a message said on another day than the
+    conversation's carries its date."""
+    day = local_time(at).date()
+    lines = []
+    for turn in turns:
+        when = local_time(turn.when).date()
+        stamp = f"[{format_date(when)}] " if when != day else ""
+        lines.append(f"{stamp}{label(turn)}: {turn.text}")
+    return "\n".join(lines)
+
+
+def _date_line(at: float) -> str:
+    moment = local_time(at)
+    return f"{moment.strftime('%A')} {format_date(moment.date())}"
+
+
+def _speakers(turns: list[Turn]) -> list[str]:
+    names: list[str] = []
+    for turn in turns:
+        name = turn.speaker or "the owner (user)"
+        if name not in names:
+            names.append(name)
+    return names
 
 
 # -- after the call (pure) -------------------------------------------------------------------
 
 def build_result(answer: DistillAnswer, turns: list[tuple[str, str]], nodes: list[TreeNode],
-                 related: list[RelatedFact], now: float) -> dict[str, Any]:
-    """Validate an answer into drafts, supersedes/duplicates, hot updates and a summary."""
+                 related: list[RelatedFact], now: float, extra_vocabulary: str = "") -> dict[str, Any]:
+    """Validate an answer into drafts, supersedes/duplicates, hot updates and a summary.
+
+    extra_vocabulary: words the model was given besides the turns (speaker names, dates):
+    a fact that names a speaker or an absolute date is still grounded."""
     text = conversation_text(turns)
-    vocabulary = set(tokens(text))
+    vocabulary = set(tokens(text)) | set(tokens(extra_vocabulary)) | _MONTH_WORDS
     ids = {r.alias: r.id for r in related}
     old_texts = {r.id: r.text for r in related}
     sim = list(nodes)

@@ -287,7 +287,10 @@ DISTILL_SYSTEM = (
     "category: the best existing path from the tree, or a new path of at most {depth} "
     "lowercase segments (letters, digits, '-') under an existing one. importance: 0.9 "
     "health, safety, money or an explicit 'remember'; 0.5 ordinary; 0.2 trivia. Skip "
-    "greetings and small talk.\n"
+    "greetings, thanks and small talk; a question is not a fact. Say who: name the "
+    "speaker (\"Caroline went to ...\", \"Assistant booked ...\"), what either side states "
+    "or commits to counts. Make relative dates absolute from the conversation's date "
+    "(\"yesterday\" -> \"on 7 May 2023\", \"last week\" -> \"in the week before 8 May 2023\").\n"
     "- supersedes: the alias (F1...) of an existing fact this fact replaces or contradicts "
     "(a newer value of the same thing), else null. duplicate_of: the alias of an existing "
     "fact that already says the same, else null.\n"
@@ -301,13 +304,17 @@ DISTILL_SYSTEM = (
 
 
 def distill_messages(conversation: str, nodes: list[TreeNode],
-                     related: list[RelatedFact]) -> list[dict]:
-    """The chat messages of one distillation: rules, then tree, known facts and the talk."""
+                     related: list[RelatedFact], when: str = "",
+                     speakers: Optional[list[str]] = None) -> list[dict]:
+    """The chat messages of one distillation: rules, then tree, known facts and the talk
+    (with its date and speakers when known)."""
     outline = tree_outline(nodes, DISTILL_TREE_MAX_CHARS, counts=False) or "(empty)"
     known = "\n".join(f'<fact id="{r.alias}" category="{r.category}">{as_data(r.text)}</fact>'
                       for r in related) or "(none)"
     user = ("<memory>\nCategory tree:\n" + as_data(outline) +
             "\n\nExisting facts that may be related:\n" + known + "\n</memory>\n"
+            + (f"Conversation date: {when}\n" if when else "")
+            + (f"Speakers: {as_data(', '.join(speakers))}\n" if speakers else "") +
             "<conversation>\n" + as_data(clip_middle(conversation,
                                                      DISTILL_CONVERSATION_MAX_CHARS)) +
             "\n</conversation>")
