@@ -309,3 +309,29 @@ def decode_salvaging(data: str, typ: Any) -> tuple[Any, int]:
     except (ValueError, RecursionError) as exc:
         raise ValidationError(f"{getattr(typ, '__name__', typ)}: not JSON ({exc})") from exc
     return salvage(raw, typ)
+
+
+# A network cloud (Turso, sqld) is one of these schemes; a file target must say it is a file.
+CLOUD_SCHEMES = ("libsql://", "https://", "http://", "wss://", "ws://")
+CLOUD_FORMS = ("libsql://HOST, https://HOST, http://HOST:PORT (sqld), ws(s)://HOST, "
+               "file:PATH, or a path starting with /, ~/, ./ or ../")
+
+
+def cloud_target(value: Any) -> tuple[str, str]:
+    """("network", url) or ("file", path) for a cloud URL, else one ValidationError naming
+    the accepted forms. A bare name such as `my-db.turso.io` is refused: taking it for a
+    file in the current folder would sync in plain text to the wrong place, silently."""
+    url = text("cloud URL", value, max_len=2048).strip()
+    lowered = url.lower()
+    if lowered.startswith(CLOUD_SCHEMES):
+        return "network", url
+    if lowered.startswith("file:"):
+        path = url[len("file://"):] if lowered.startswith("file://") else url[len("file:"):]
+        if path:
+            return "file", path
+    elif url.startswith(("/", "~/", "./", "../")) or url in (".", "~"):
+        return "file", url
+    shown = _show(url, 60)
+    scheme = url.split("://", 1)[0] + "://" if "://" in url else None
+    what = f"has an unsupported scheme ({scheme})" if scheme else "is neither a URL nor a path"
+    raise ValidationError(f"cloud URL {shown} {what}: use {CLOUD_FORMS}")

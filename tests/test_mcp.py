@@ -132,6 +132,6 @@ def test_mcp_command_without_the_extra_is_one_clear_error(home, tmp_path):
            "PYTHONPATH": str(tmp_path / "shadow")}
     result = subprocess.run([script(), "mcp"], capture_output=True, text=True, env=env,
                             timeout=60, stdin=subprocess.DEVNULL)
-    assert result.returncode == 2
+    assert result.returncode == 9
     assert result.stderr.strip().startswith("error: the MCP server needs the optional extra")
     assert "Traceback" not in result.stderr
