@@ -509,6 +509,10 @@ class Memory:
         with cloud_side.remote_scope(self, remote, secure=False) as scoped:
             return scoped.revoke(self.agent_id, device)
 
+    def rename_device(self, device: str, name: str, remote=None) -> bool:
+        """Give a device a name people recognise (this device's is kept locally too)."""
+        return cloud_side.rename_device(self, device, name, remote)
+
     def cold_query(self, text: Optional[str] = None, category: Optional[str] = None,
                    limit: int = 20, remote=None) -> list[Fact]:
         """Query the cloud archive directly (by category and/or text fragment)."""

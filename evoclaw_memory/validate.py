@@ -335,3 +335,50 @@ def cloud_target(value: Any) -> tuple[str, str]:
     scheme = url.split("://", 1)[0] + "://" if "://" in url else None
     what = f"has an unsupported scheme ({scheme})" if scheme else "is neither a URL nor a path"
     raise ValidationError(f"cloud URL {shown} {what}: use {CLOUD_FORMS}")
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def duration(name: str, value: Any) -> float:
+    """Seconds from `3600`, `90m`, `12h`, `30d` or `2w` (a token lifetime), above 0."""
+    found = _DURATION.fullmatch(text(name, value, max_len=32).strip().lower())
+    if not found:
+        raise ValidationError(f"{name} {_show(value)} is not a duration: use seconds or a "
+                              "number with s, m, h, d or w (e.g. 30d)")
+    seconds = float(found.group(1)) * _UNIT_SECONDS[found.group(2)]
+    if not 0 < seconds < EPOCH_MAX:
+        raise ValidationError(f"{name} must be above 0 and below the year 3000")
+    return seconds
+
+
+def when(name: str, value: Any) -> float:
+    """Epoch seconds from a time as people write it: epoch seconds, an ISO 8601 date and time
+    (`2026-12-12T15:00`, `2026-12-12 15:00`, `...Z`, `...+01:00`) or a date (`2026-12-12`).
+    A time without a zone is local time, as a person writing it means."""
+    import datetime as dt
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return timestamp(name, value)
+    raw = text(name, value, max_len=64).strip()
+    try:
+        return timestamp(name, float(raw))
+    except ValueError:
+        pass
+    try:
+        stamp = dt.datetime.fromisoformat(raw[:-1] + "+00:00" if raw[-1:] in "Zz" else raw)
+    except ValueError:
+        raise ValidationError(f"{name} {_show(raw)} is not a date or time: use ISO 8601, e.g. "
+                              "2026-12-12, 2026-12-12 15:00 or 2026-12-12T15:00:00Z, or "
+                              "epoch seconds") from None
+    if stamp.tzinfo is None:
+        stamp = stamp.astimezone()          # local time
+    return timestamp(name, stamp.timestamp())
+
+
+def device_name(value: Any) -> str:
+    """A device's name for people (`sam-phone`, `Kitchen Pi`): 1-64 printable characters."""
+    name = text("device name", value, max_len=64).strip()
+    if not name or _CONTROL.search(name) or "\n" in name or "\t" in name:
+        raise ValidationError("a device name needs 1-64 printable characters on one line")
+    return name

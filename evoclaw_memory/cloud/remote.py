@@ -116,6 +116,8 @@ class Remote(Protocol):
 
     def revoke(self, agent_id: str, device_id: str) -> bool: ...
 
+    def rename(self, agent_id: str, device_id: str, name: str) -> bool: ...
+
     def ping(self) -> float: ...
 
     def close(self) -> None: ...
@@ -472,6 +474,13 @@ class SqlRemote:
         result = self.sql.execute("UPDATE devices SET revoked_at = ? WHERE agent_id = ? AND "
                                   "device_id = ? AND revoked_at IS NULL",
                                   (int(time.time()), agent_id, device_id))
+        return result.affected_row_count > 0
+
+    def rename(self, agent_id: str, device_id: str, name: str) -> bool:
+        """Give a registered device a new name; False when no such device."""
+        self._ready()
+        result = self.sql.execute("UPDATE devices SET name = ? WHERE agent_id = ? AND "
+                                  "device_id = ?", (name, agent_id, device_id))
         return result.affected_row_count > 0
 
     def ping(self) -> float:
