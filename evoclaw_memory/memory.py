@@ -342,15 +342,20 @@ class Memory:
                                 remote=remote)
 
     def ingest_daily(self, days: int = 2, workspace: Optional[Path] = None,
-                     progress: Optional[Callable[[str, int, int], None]] = None) -> dict[str, int]:
-        """Store the facts of the last `days` daily notes (memory/YYYY-MM-DD*.md).
+                     progress: Optional[Callable[[str, int, int], None]] = None,
+                     dry_run: bool = False) -> dict[str, Any]:
+        """Store the facts of the last `days` daily notes (memory/YYYY-MM-DD*.md); `folder`
+        and `dates` in the report say where it looked. dry_run: count, store nothing.
 
         `progress(stage, done, total)` is told after each file (the CLI draws a bar)."""
         from evoclaw_memory.distill.notes import extract_note_facts, find_daily_notes
         root = Path(workspace) if workspace else self.config.workspace_path
         today = dt.datetime.fromtimestamp(self.clock()).date()
         files = find_daily_notes(root, days=days, today=today)
-        report = {"files": len(files), "found": 0, "stored": 0, "skipped": 0}
+        first = today - dt.timedelta(days=days - 1)
+        report: dict[str, Any] = {"files": len(files), "found": 0, "stored": 0, "skipped": 0,
+                                  "folder": str(root / "memory"), "dates": [str(first), str(today)],
+                                  "dry_run": dry_run}
         known = [n.path for n in self.store.tree_nodes()]
         for done, path in enumerate(files, 1):
             text = _read_text(path)
@@ -358,6 +363,9 @@ class Memory:
                 report["found"] += 1
                 if self.store.find_live_by_norm_key(normalized_key(draft.text)) is not None:
                     report["skipped"] += 1
+                    continue
+                if dry_run:
+                    report["stored"] += 1          # would be stored
                     continue
                 self.remember(draft.text, category=draft.category, importance=draft.importance,
                               metadata=draft.metadata, source=draft.source)

@@ -382,3 +382,16 @@ def device_name(value: Any) -> str:
     if not name or _CONTROL.search(name) or "\n" in name or "\t" in name:
         raise ValidationError("a device name needs 1-64 printable characters on one line")
     return name
+
+
+def plain_error(exc: Exception) -> str:
+    """A msgspec validation message in words (`Expected `float`, got `str` - at
+    `$.timestamp`` -> `timestamp: expected float, got str`): no decoder internals."""
+    message = str(exc).replace("`", "")
+    found = re.fullmatch(r"(.*?) - at \$\.?(.*)", message)
+    if not found:
+        return message[:1].lower() + message[1:]
+    what, where = found.groups()
+    where = re.sub(r"\[(\d+)\]", r" \1", where).strip(". ")
+    what = what[:1].lower() + what[1:]
+    return f"{where}: {what}" if where else what

@@ -124,6 +124,7 @@ def _sync_with(mem, passphrase, recovery_key):
 
 
 @click.command("sync-critical", hidden=True)
+@common_options
 @click.pass_context
 def sync_critical(ctx: click.Context) -> None:
     """The original skill's name for `sync`."""

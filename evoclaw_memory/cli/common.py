@@ -36,6 +36,7 @@ class State:
         self.home = home
         self.config_path = config_path
         self.json = json
+        self.llm_base_url: Optional[str] = None     # --llm-endpoint (the original's flag)
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -90,6 +91,17 @@ def _wants_json(args: list[str]) -> bool:
     return False
 
 
+def _credential_flag(args: list[str]) -> Optional[str]:
+    """The original skill's --db-url / --auth-token, if given (refused, never read)."""
+    for arg in args:
+        if arg == "--":
+            return None
+        flag = arg.split("=", 1)[0]
+        if flag in ("--db-url", "--auth-token"):
+            return flag
+    return None
+
+
 class EvoGroup(click.Group):
     """A click group that turns every failure of a command into one clear line."""
 
@@ -101,6 +113,12 @@ class EvoGroup(click.Group):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
         argv = list(sys.argv[1:] if args is None else args)
+        refused = _credential_flag(argv)
+        if refused:
+            _fail(f"{refused} is not accepted: a credential in a flag lands in shell history and "
+                  "process lists; set TURSO_DATABASE_URL and TURSO_AUTH_TOKEN (or [cloud] url and "
+                  "auth_token in config.toml)", EXIT_USAGE, "usage", _wants_json(argv))
+            sys.exit(EXIT_USAGE)
         try:
             status = super().main(argv, prog_name, complete_var, False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:   # a bare group shows its help
@@ -146,6 +164,35 @@ def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
         cli_state(ctx).json = True
 
 
+def _set_llm_endpoint(ctx: click.Context, _param: click.Parameter,
+                      value: Optional[str]) -> Optional[str]:
+    if value is not None:
+        from evoclaw_memory.validate import text
+        url = text("--llm-endpoint", value, max_len=2048).strip()
+        if not url.lower().startswith(("http://", "https://")):
+            raise click.BadParameter("use an http(s):// URL of an OpenAI-compatible API, e.g. "
+                                     "http://127.0.0.1:11434/v1")
+        cli_state(ctx).llm_base_url = url
+    return value
+
+
+def llm_endpoint_option(f: Callable) -> Callable:
+    """--llm-endpoint URL: the LLM for this run (overrides EVOCLAW_LLM_BASE_URL / [llm])."""
+    return click.option("--llm-endpoint", metavar="URL", expose_value=False,
+                        callback=_set_llm_endpoint,
+                        help="OpenAI-compatible API base URL for this run (overrides "
+                             "EVOCLAW_LLM_BASE_URL and [llm] base_url).")(f)
+
+
+def require_llm(ctx: click.Context) -> None:
+    """--llm asks for the LLM: an error (never a silent rule-mode run) when none is set."""
+    from evoclaw_memory.errors import ConfigError
+    if not command_config(ctx).llm_base_url:
+        raise ConfigError("no LLM configured: set EVOCLAW_LLM_BASE_URL and EVOCLAW_LLM_MODEL "
+                          "(or [llm] base_url in config.toml, or --llm-endpoint URL), or drop "
+                          "--llm")
+
+
 def common_options(f: Callable) -> Callable:
     """--agent-id and --json on a subcommand too (agents put flags anywhere); these win."""
     f = click.option("--json", "json_", is_flag=True, expose_value=False, callback=_set_json,
@@ -160,7 +207,8 @@ def command_config(ctx: click.Context, agent_id: Optional[str] = None):
     from evoclaw_memory.config import load_config
     st = cli_state(ctx)
     return load_config(home=st.home, agent_id=agent_id or st.agent_id,
-                       config_path=Path(st.config_path) if st.config_path else None)
+                       config_path=Path(st.config_path) if st.config_path else None,
+                       llm_base_url=st.llm_base_url)
 
 
 @contextlib.contextmanager
