@@ -1,6 +1,6 @@
 """MCP server: one agent's memory for desktop companion apps and agent hosts (stdio).
 
-    evoclaw-memory mcp [--agent-id ID]      (optional extra: pip install 'evoclaw-memory[mcp]')
+    evoclaw-memory mcp [--agent-id ID]      (optional extra [mcp], see the README's install)
 
 Tools: get_context, retrieve, remember, end_conversation, update_hot, show_tree, sync,
 sync_status. Resources: evoclaw://memory/MEMORY.md, evoclaw://memory/tree,
@@ -59,8 +59,9 @@ def _sdk():
         from mcp.server.fastmcp.exceptions import ToolError
         return FastMCP, ToolError
     except ImportError:
-        raise ConfigError("the MCP server needs the optional extra: pip install "
-                          "'evoclaw-memory[mcp]'") from None
+        raise ConfigError("the MCP server needs the optional extra [mcp]: pip install "
+                          "'/path/to/evoclaw-memory[mcp]' (the checkout) or "
+                          "'evoclaw-memory[mcp] @ git+https://...' (it is not on PyPI)") from None
 
 
 # update_hot: the fields each key takes (hosts show them; the library checks them again).

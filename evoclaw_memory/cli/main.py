@@ -35,7 +35,7 @@ from evoclaw_memory.cli.common import EXIT_INTERRUPTED, EvoGroup, State
               type=click.Path(exists=True, dir_okay=False),
               help="TOML config file [default: <home>/config.toml].")
 @click.option("--json", "json_", is_flag=True, help="Print one JSON document on stdout.")
-@click.version_option("0.1.0", prog_name="evoclaw-memory")
+@click.version_option(package_name="evoclaw-memory", prog_name="evoclaw-memory")
 @click.pass_context
 def cli(ctx: click.Context, agent_id: Optional[str], home: Optional[str],
         config_path: Optional[str], json_: bool) -> None:
