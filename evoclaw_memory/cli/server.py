@@ -36,12 +36,27 @@ def server(ctx: click.Context, data_dir: str, port: int, host: str, expires_in: 
     Example:
       evoclaw-memory server --data ~/sqld-data --port 8080 --expires-in 30d
     """
-    from evoclaw_memory.cloud.sqld import SqldServer, run_until_stopped
+    from evoclaw_memory.cloud.sqld import SqldServer, install_stop_handlers, run_until_stopped
     from evoclaw_memory.validate import duration
     lifetime = duration("--expires-in", expires_in) if expires_in is not None else None
     sqld = SqldServer(data_dir, port or None, host=host, auth=not no_auth,
                       die_with_parent=False)
-    sqld.start()
+    install_stop_handlers()
+    try:
+        sqld.start()
+        _announce(ctx, sqld, lifetime, expires_in)
+    except KeyboardInterrupt:           # stopped while starting: never leave sqld behind
+        sqld.stop()
+        ctx.exit(0)
+    except BaseException:
+        sqld.stop()
+        raise
+    ctx.exit(run_until_stopped(sqld))
+
+
+def _announce(ctx: click.Context, sqld, lifetime: Optional[float],
+              expires_in: Optional[str]) -> None:
+    """The URL and the tokens, as lines to copy or (--json) one JSON object."""
     tokens = {}
     if sqld.auth:
         tokens = {"token": sqld.mint_token("rw", lifetime),
@@ -62,7 +77,6 @@ def server(ctx: click.Context, data_dir: str, port: int, host: str, expires_in: 
                        "do; deleting DATA/keys/ and restarting invalidates every token")
         click.echo("Ctrl-C to stop")
     sys.stdout.flush()
-    ctx.exit(run_until_stopped(sqld))
 
 
 COMMANDS = (server,)

@@ -366,12 +366,17 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def run_until_stopped(server: SqldServer) -> int:
-    """Wait while sqld runs; Ctrl-C or SIGTERM stops it. 0 when stopped, 1 when sqld died."""
-    # Handle SIGTERM like Ctrl-C, and take SIGINT back even if a shell started us ignoring it
-    # (background jobs): either way sqld must be stopped, not orphaned.
+def install_stop_handlers() -> None:
+    """SIGTERM like Ctrl-C, and SIGINT taken back even if a shell started us ignoring it
+    (background jobs): either way sqld must be stopped, not orphaned. Install them before
+    starting sqld, so a signal that comes while it starts stops it too."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _interrupt)
+
+
+def run_until_stopped(server: SqldServer) -> int:
+    """Wait while sqld runs; Ctrl-C or SIGTERM stops it. 0 when stopped, 1 when sqld died."""
+    install_stop_handlers()
     try:
         while server.pid is not None:
             time.sleep(0.5)
