@@ -512,7 +512,11 @@ def test_mcp_over_a_real_stdio_session_refuses_poison_and_keeps_working(home):
                            ("remember", {"text": "x", "category": "home\n/pets"}),
                            ("remember", {"text": "x", "importance": 7})):
             result = await session.call_tool(name, args)
-            assert is_error(result) and "ValidationError" in text_of(result), (name, args)
+            # Out-of-bounds values (importance 7) are refused by the tool's schema in the SDK
+            # ("validation error"); the rest by the library (ValidationError).
+            text = text_of(result)
+            assert is_error(result) and ("ValidationError" in text
+                                         or "validation error" in text), (name, args)
             assert "Traceback" not in text_of(result)
         assert data_of(await session.call_tool("sync", {}))
         found = data_of(await session.call_tool("retrieve", {"query": "spare key"}))
