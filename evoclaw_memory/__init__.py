@@ -1,8 +1,9 @@
 """evoclaw-memory: tiered, local-first long-term memory for AI agents on edge devices."""
 
 from evoclaw_memory.config import Config, load_config
-from evoclaw_memory.errors import (AuthError, ConfigError, CryptoError, EvoclawError, LimitError, LLMError,
-                     NotFoundError, RemoteError, StoreError, Unavailable, ValidationError)
+from evoclaw_memory.errors import (AuthError, ConfigError, CryptoError, DeviceRevoked, EvoclawError,
+                                   LimitError, LLMError, NotFoundError, RemoteError, StoreError,
+                                   Unavailable, ValidationError)
 from evoclaw_memory.memory import Memory
 from evoclaw_memory.models import (Distilled, Fact, FactDraft, HotState, Metadata, PathChoice,
                      RetrievalResult, TreeNode)
@@ -15,5 +16,5 @@ __all__ = [
     "Distilled", "TreeNode", "RetrievalResult", "PathChoice", "TreeNavigator",
     "KeywordNavigator", "EvoclawError", "ConfigError", "ValidationError", "LimitError",
     "NotFoundError", "StoreError", "RemoteError", "AuthError", "Unavailable", "CryptoError",
-    "LLMError", "__version__",
+    "LLMError", "DeviceRevoked", "__version__",
 ]

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional
 import msgspec
 
 from evoclaw_memory.errors import ConfigError, ValidationError
-from evoclaw_memory.validate import finite
+from evoclaw_memory.validate import cloud_target, finite
 
 _AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 SECRET_FIELDS = ("cloud_token", "llm_api_key")
@@ -122,8 +122,7 @@ class Config(msgspec.Struct, kw_only=True):
     @property
     def cloud_is_network(self) -> bool:
         """True for a network cloud (Turso/sqld), False for a local file or the default."""
-        return self.cloud_url is not None and self.cloud_url.startswith(
-            ("libsql://", "https://", "http://", "wss://", "ws://"))
+        return bool(self.cloud_url) and cloud_target(self.cloud_url)[0] == "network"
 
     @property
     def wants_encryption(self) -> bool:
@@ -220,6 +219,11 @@ def load_config(home: Optional[Path | str] = None, agent_id: Optional[str] = Non
         raise ConfigError(f"invalid configuration: {exc}") from exc
     validate_agent_id(config.agent_id)
     _check_numbers(config)
+    if config.cloud_url:
+        try:
+            cloud_target(config.cloud_url)
+        except ValidationError as exc:
+            raise ConfigError(str(exc)) from None
     if config.encryption not in ("auto", "on", "off"):
         raise ConfigError("encryption must be 'auto', 'on' or 'off'")
     return config

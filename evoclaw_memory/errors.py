@@ -3,6 +3,10 @@
 The CLI turns any EvoclawError into one line on stderr and a non-zero exit status, so every
 message here must make sense on its own, without a traceback, and must never contain a
 credential.
+
+Exit statuses (documented in the README; 2 is click's usage error, so no error here uses it):
+1 other, 3 not found, 4 local store, 5 cloud, 6 keys/crypto, 7 LLM, 8 invalid input,
+9 configuration; the CLI adds 2 usage, 70 internal error, 130 interrupted.
 """
 
 
@@ -11,17 +15,25 @@ class EvoclawError(Exception):
 
     exit_code = 1
 
+    @classmethod
+    def code(cls) -> str:
+        """A stable name for scripts (`--json` errors): the class name in snake case without
+        `Error` (ValidationError -> "validation", DeviceRevoked -> "device_revoked")."""
+        import re
+        name = cls.__name__[:-5] if cls.__name__.endswith("Error") else cls.__name__
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() or "error"
+
 
 class ConfigError(EvoclawError):
     """The configuration (file, environment or flags) is unusable."""
 
-    exit_code = 2
+    exit_code = 9
 
 
 class ValidationError(EvoclawError):
     """Input was rejected: bad JSON, unknown key, oversized text, bad path or agent id."""
 
-    exit_code = 2
+    exit_code = 8
 
 
 class NestingError(ValidationError):
@@ -56,6 +68,9 @@ class RemoteError(EvoclawError):
     """The cloud side failed."""
 
     exit_code = 5
+    # The server's own error code (SQLITE_CONSTRAINT, ...) when it gave one. Not `code`:
+    # that is EvoclawError.code(), the stable name `--json` errors print.
+    server_code: "str | None" = None
 
 
 class AuthError(RemoteError):

@@ -351,15 +351,20 @@ class Memory(OwnerControl):
                                 remote=remote)
 
     def ingest_daily(self, days: int = 2, workspace: Optional[Path] = None,
-                     progress: Optional[Callable[[str, int, int], None]] = None) -> dict[str, int]:
-        """Store the facts of the last `days` daily notes (memory/YYYY-MM-DD*.md).
+                     progress: Optional[Callable[[str, int, int], None]] = None,
+                     dry_run: bool = False) -> dict[str, Any]:
+        """Store the facts of the last `days` daily notes (memory/YYYY-MM-DD*.md); `folder`
+        and `dates` in the report say where it looked. dry_run: count, store nothing.
 
         `progress(stage, done, total)` is told after each file (the CLI draws a bar)."""
         from evoclaw_memory.distill.notes import extract_note_facts, find_daily_notes
         root = Path(workspace) if workspace else self.config.workspace_path
         today = dt.datetime.fromtimestamp(self.clock()).date()
         files = find_daily_notes(root, days=days, today=today)
-        report = {"files": len(files), "found": 0, "stored": 0, "skipped": 0}
+        first = today - dt.timedelta(days=days - 1)
+        report: dict[str, Any] = {"files": len(files), "found": 0, "stored": 0, "skipped": 0,
+                                  "folder": str(root / "memory"), "dates": [str(first), str(today)],
+                                  "dry_run": dry_run}
         known = [n.path for n in self.store.tree_nodes()]
         for done, path in enumerate(files, 1):
             text = _read_text(path)
@@ -367,6 +372,9 @@ class Memory(OwnerControl):
                 report["found"] += 1
                 if self.store.find_live_by_norm_key(normalized_key(draft.text)) is not None:
                     report["skipped"] += 1
+                    continue
+                if dry_run:
+                    report["stored"] += 1          # would be stored
                     continue
                 self.remember(draft.text, category=draft.category, importance=draft.importance,
                               metadata=draft.metadata, source=draft.source)
@@ -517,6 +525,10 @@ class Memory(OwnerControl):
         """Revoke a device: it wipes itself at its next sync and can write nothing."""
         with cloud_side.remote_scope(self, remote, secure=False) as scoped:
             return scoped.revoke(self.agent_id, device)
+
+    def rename_device(self, device: str, name: str, remote=None) -> bool:
+        """Give a device a name people recognise (this device's is kept locally too)."""
+        return cloud_side.rename_device(self, device, name, remote)
 
     def cold_query(self, text: Optional[str] = None, category: Optional[str] = None,
                    limit: int = 20, remote=None) -> list[Fact]:

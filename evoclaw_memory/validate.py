@@ -247,8 +247,9 @@ def message_time(message: dict, index: int = 0) -> Optional[float]:
 
 
 def when(name: str, value: Any) -> float:
-    """A moment as epoch seconds: a number, a datetime, or ISO 8601 text ("2023-05-08",
-    "2023-05-08T13:56:00Z"); a time without a zone is the device's local time."""
+    """Epoch seconds from a time as people write it: a number, a datetime or date, or ISO 8601
+    text (`2026-12-12`, `2026-12-12 15:00`, `...T15:00:00Z`, `...+01:00`); a time without a
+    zone is the device's local time, as a person writing it means."""
     import datetime as dt
     if isinstance(value, str):
         raw = text(name, value, max_len=64).strip()
@@ -257,8 +258,9 @@ def when(name: str, value: Any) -> float:
         try:
             value = dt.datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
         except ValueError:
-            raise ValidationError(f"{name} {_show(value)} is neither epoch seconds nor an ISO 8601 "
-                                  "time (2023-05-08T13:56:00Z)") from None
+            raise ValidationError(f"{name} {_show(raw)} is not a date or time: use ISO 8601, "
+                                  "e.g. 2026-12-12, 2026-12-12 15:00 or 2026-12-12T15:00:00Z, "
+                                  "or epoch seconds") from None
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         value = dt.datetime(value.year, value.month, value.day)
     if isinstance(value, dt.datetime):
@@ -345,3 +347,66 @@ def decode_salvaging(data: str, typ: Any) -> tuple[Any, int]:
     except (ValueError, RecursionError) as exc:
         raise ValidationError(f"{getattr(typ, '__name__', typ)}: not JSON ({exc})") from exc
     return salvage(raw, typ)
+
+
+# A network cloud (Turso, sqld) is one of these schemes; a file target must say it is a file.
+CLOUD_SCHEMES = ("libsql://", "https://", "http://", "wss://", "ws://")
+CLOUD_FORMS = ("libsql://HOST, https://HOST, http://HOST:PORT (sqld), ws(s)://HOST, "
+               "file:PATH, or a path starting with /, ~/, ./ or ../")
+
+
+def cloud_target(value: Any) -> tuple[str, str]:
+    """("network", url) or ("file", path) for a cloud URL, else one ValidationError naming
+    the accepted forms. A bare name such as `my-db.turso.io` is refused: taking it for a
+    file in the current folder would sync in plain text to the wrong place, silently."""
+    url = text("cloud URL", value, max_len=2048).strip()
+    lowered = url.lower()
+    if lowered.startswith(CLOUD_SCHEMES):
+        return "network", url
+    if lowered.startswith("file:"):
+        path = url[len("file://"):] if lowered.startswith("file://") else url[len("file:"):]
+        if path:
+            return "file", path
+    elif url.startswith(("/", "~/", "./", "../")) or url in (".", "~"):
+        return "file", url
+    shown = _show(url, 60)
+    scheme = url.split("://", 1)[0] + "://" if "://" in url else None
+    what = f"has an unsupported scheme ({scheme})" if scheme else "is neither a URL nor a path"
+    raise ValidationError(f"cloud URL {shown} {what}: use {CLOUD_FORMS}")
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def duration(name: str, value: Any) -> float:
+    """Seconds from `3600`, `90m`, `12h`, `30d` or `2w` (a token lifetime), above 0."""
+    found = _DURATION.fullmatch(text(name, value, max_len=32).strip().lower())
+    if not found:
+        raise ValidationError(f"{name} {_show(value)} is not a duration: use seconds or a "
+                              "number with s, m, h, d or w (e.g. 30d)")
+    seconds = float(found.group(1)) * _UNIT_SECONDS[found.group(2)]
+    if not 0 < seconds < EPOCH_MAX:
+        raise ValidationError(f"{name} must be above 0 and below the year 3000")
+    return seconds
+
+
+def device_name(value: Any) -> str:
+    """A device's name for people (`sam-phone`, `Kitchen Pi`): 1-64 printable characters."""
+    name = text("device name", value, max_len=64).strip()
+    if not name or _CONTROL.search(name) or "\n" in name or "\t" in name:
+        raise ValidationError("a device name needs 1-64 printable characters on one line")
+    return name
+
+
+def plain_error(exc: Exception) -> str:
+    """A msgspec validation message in words (`Expected `float`, got `str` - at
+    `$.timestamp`` -> `timestamp: expected float, got str`): no decoder internals."""
+    message = str(exc).replace("`", "")
+    found = re.fullmatch(r"(.*?) - at \$\.?(.*)", message)
+    if not found:
+        return message[:1].lower() + message[1:]
+    what, where = found.groups()
+    where = re.sub(r"\[(\d+)\]", r" \1", where).strip(". ")
+    what = what[:1].lower() + what[1:]
+    return f"{where}: {what}" if where else what

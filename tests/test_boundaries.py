@@ -259,7 +259,7 @@ def test_cli_refuses_generated_bad_values_with_one_line(seeded, home, case):
         args = ["retrieve", "--", value]
     before = snapshot(seeded)
     result = invoke(home, *args)
-    assert result.exit_code == 2, (args, result.output, result.stderr)
+    assert result.exit_code == 8, (args, result.output, result.stderr)
     one_error_line(result)
     assert snapshot(seeded) == before
 
@@ -267,7 +267,7 @@ def test_cli_refuses_generated_bad_values_with_one_line(seeded, home, case):
 def test_cli_after_refusals_sync_and_hot_still_work(seeded, home):
     for args in (["hot", "--update", "lesson", '{"text":"x","timestamp":NaN}'],
                  ["store", "--text", "x", "--created-at", "99999999999999999999999"]):
-        assert invoke(home, *args).exit_code == 2
+        assert invoke(home, *args).exit_code == 8
     for args in (["hot"], ["sync"], ["consolidate"]):
         result = invoke(home, *args)
         assert result.exit_code == 0, (args, result.stderr)
@@ -282,14 +282,14 @@ def test_invalid_utf8_in_argv_is_one_clear_error(home):
         proc = subprocess.run([str(exe).encode(), *argv], env=env, capture_output=True,
                               timeout=60)
         err = proc.stderr.decode("utf-8", "replace")
-        assert proc.returncode == 2, (argv, err)
+        assert proc.returncode == 8, (argv, err)
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
         assert err.startswith("error: ")
 
 
 def test_deeply_nested_json_in_distill_text_is_one_clear_error(home):
     result = invoke(home, "distill", "--text", "[" * 100_000)
-    assert result.exit_code == 2
+    assert result.exit_code == 8
     assert "nested deeper" in one_error_line(result)
     plain = invoke(home, "distill", "--text", "[10:32] Sam: the router is in the hall")
     assert plain.exit_code == 0, plain.stderr
@@ -317,7 +317,7 @@ def test_agent_id_with_a_trailing_newline_is_refused(home, agent):
     with pytest.raises(ValidationError):
         validate_agent_id(agent)
     result = invoke(home, "--agent-id", agent, "store", "--text", "hi")
-    assert result.exit_code == 2
+    assert result.exit_code == 8
     one_error_line(result)
     assert not (home / "agents" / agent).exists()
 
@@ -354,7 +354,7 @@ def test_config_refuses_impossible_numbers(home, toml, words):
     with pytest.raises(ConfigError, match=words):
         load_config(home=home)
     result = invoke(home, "retrieve", "anything")
-    assert result.exit_code == 2 and words in one_error_line(result)
+    assert result.exit_code == 9 and words in one_error_line(result)
 
 
 @pytest.mark.parametrize("setting", ["memory_md", "workspace"])
@@ -512,7 +512,11 @@ def test_mcp_over_a_real_stdio_session_refuses_poison_and_keeps_working(home):
                            ("remember", {"text": "x", "category": "home\n/pets"}),
                            ("remember", {"text": "x", "importance": 7})):
             result = await session.call_tool(name, args)
-            assert is_error(result) and "ValidationError" in text_of(result), (name, args)
+            # Out-of-bounds values (importance 7) are refused by the tool's schema in the SDK
+            # ("validation error"); the rest by the library (ValidationError).
+            text = text_of(result)
+            assert is_error(result) and ("ValidationError" in text
+                                         or "validation error" in text), (name, args)
             assert "Traceback" not in text_of(result)
         assert data_of(await session.call_tool("sync", {}))
         found = data_of(await session.call_tool("retrieve", {"query": "spare key"}))

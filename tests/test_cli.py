@@ -161,21 +161,22 @@ def test_home_option_overrides_environment(run, tmp_path):
 
 def test_agent_id_path_traversal_rejected(run, home, tmp_path):
     result = run("--agent-id", "../../etc", "retrieve", "x")
-    assert result.exit_code == 2
+    assert result.exit_code == 8
     assert "invalid agent id" in one_error_line(result.stderr)
     assert result.stdout == ""
     assert not (home / "etc").exists() and not (tmp_path / "etc").exists()
     after = run("store", "--text", "x", "--agent-id", "../../etc")
-    assert after.exit_code == 2
+    assert after.exit_code == 8
     one_error_line(after.stderr)
 
 
 def test_ten_megabyte_text_rejected_cleanly(run):
     result = run("store", "--text", "a" * 10_000_000, "--json")
-    assert result.exit_code == 2
+    assert result.exit_code == 8
     line = one_error_line(result.stderr)
     assert len(line) < 300
-    assert result.stdout == ""
+    assert json.loads(result.stdout) == {"error": line.removeprefix("error: "),
+                                         "code": "validation", "exit": 8}
     assert json.loads(run("metrics", "--json").stdout)["sizes"]["warm_facts"] == 0
 
 
@@ -184,10 +185,10 @@ def test_ten_megabyte_text_rejected_cleanly(run):
                                               ("/etc/passwd", "invalid category")])
 def test_bad_categories_rejected(run, category, words):
     result = run("store", "--text", "hello", "--category", category)
-    assert result.exit_code == 2
+    assert result.exit_code == 8
     assert words in one_error_line(result.stderr)
     tree = run("tree", "add", category)
-    assert tree.exit_code == 2
+    assert tree.exit_code == 8
     one_error_line(tree.stderr)
 
 
@@ -236,7 +237,7 @@ def test_hot_update_malformed_json_changes_nothing(run, home):
     before = run("hot", "--json").stdout
     for bad in ('{"text": "x"', "not json", "", '{"text": }'):
         result = run("hot", "--update", "lesson", bad)
-        assert result.exit_code == 2
+        assert result.exit_code == 8
         assert "malformed JSON" in one_error_line(result.stderr)
         assert result.stdout == ""
     assert run("hot", "--json").stdout == before
@@ -246,12 +247,12 @@ def test_hot_update_malformed_json_changes_nothing(run, home):
 def test_hot_unknown_key_and_bad_values(run):
     before = run("hot", "--json").stdout
     result = run("hot", "--update", "favourite_colour", '{"x": 1}')
-    assert result.exit_code == 2
+    assert result.exit_code == 8
     assert "unknown hot memory key" in one_error_line(result.stderr)
     for key, value in (("identity", '{"bogus": 1}'), ("lesson", '["a list"]'),
                        ("lesson", '{"text": "x", "importance": 7}')):
         bad = run("hot", "--update", key, value)
-        assert bad.exit_code == 2, (key, value)
+        assert bad.exit_code == 8, (key, value)
         one_error_line(bad.stderr)
     assert run("hot", "--json").stdout == before
     usage = run("hot", "--update", "lesson")
@@ -265,7 +266,7 @@ def test_hot_tasks_and_rebuild(run, home):
     assert done.exit_code == 0, done.output
     assert "Renew the domain" not in run("hot").stdout
     missing = run("hot", "--complete-task", "nope")
-    assert missing.exit_code == 2
+    assert missing.exit_code == 8
     one_error_line(missing.stderr)
     rebuilt = run("hot", "--rebuild")
     path = Path(rebuilt.stdout.strip())
@@ -292,7 +293,7 @@ def test_tree_commands_and_legacy_flags(run):
     assert legacy_json["path"] == "lessons"
     store(run, "A fact filed under owner", "owner")
     refused = run("tree", "remove", "owner")
-    assert refused.exit_code == 2
+    assert refused.exit_code == 8
     assert "holds" in one_error_line(refused.stderr)
     assert run("tree", "--remove", "lessons").exit_code == 0
     assert "lessons" not in run("tree").stdout
@@ -356,7 +357,7 @@ def test_search_url_and_get(run):
     assert missing.exit_code == 3
     one_error_line(missing.stderr)
     empty = run("search-url", "   ")
-    assert empty.exit_code == 2
+    assert empty.exit_code == 8
 
 
 def test_ingest_daily_empty_workspace(run, tmp_path):
@@ -387,24 +388,24 @@ def test_validate_exit_statuses(run, tmp_path):
 
 def test_validate_missing_file(run, tmp_path):
     result = run("validate", str(tmp_path / "nope.md"))
-    assert result.exit_code == 2
+    assert result.exit_code == 8
     one_error_line(result.stderr)
 
 
 def test_distill_llm_without_configuration(run):
     result = run("distill", "--llm", "--text", "hello")
-    assert result.exit_code == 2
+    assert result.exit_code == 9
     assert "no LLM configured" in one_error_line(result.stderr)
 
 
 def test_distill_rejects_bad_message_list(run):
     result = run("distill", "--text", '[{"role": "user"}, 3]')
-    assert result.exit_code == 2
+    assert result.exit_code == 8
     assert "role" in one_error_line(result.stderr)
     both = run("distill", "--text", "x", "--file", "y")
     assert both.exit_code == 2
     empty = run("distill", input="  \n")
-    assert empty.exit_code == 2
+    assert empty.exit_code == 8
     assert "empty" in one_error_line(empty.stderr)
 
 
@@ -460,7 +461,7 @@ def test_config_file_option(run, tmp_path):
     broken = tmp_path / "broken.toml"
     broken.write_text("this is = = not toml")
     result = run("--config", str(broken), "retrieve", "x")
-    assert result.exit_code == 2
+    assert result.exit_code == 9
     assert "not valid TOML" in one_error_line(result.stderr)
     doctor = run("--config", str(broken), "doctor")
     assert doctor.exit_code == 1 and "FAIL  config" in doctor.stdout
@@ -490,7 +491,9 @@ def test_corrupted_database(run, home):
         assert result.exit_code not in (0, 70), args
         line = one_error_line(result.stderr)
         assert "not a usable evoclaw database" in line or "database" in line
-        assert result.stdout == ""
+        # --json: the error is also one JSON object on stdout; else stdout stays empty.
+        assert (json.loads(result.stdout)["exit"] == result.exit_code if "--json" in args
+                else result.stdout == "")
     doctor = run("doctor")
     assert doctor.exit_code == 1 and "FAIL  database" in doctor.stdout
     assert db.read_bytes() == garbage          # never deleted nor "repaired" behind our back
@@ -557,13 +560,13 @@ def test_script_round_trip(sh):
 
 def test_script_errors_are_one_line(sh, home):
     bad_agent = sh("--agent-id", "../../etc", "retrieve", "x")
-    assert bad_agent.returncode == 2
+    assert bad_agent.returncode == 8
     one_error_line(bad_agent.stderr)
     bad_json = sh("hot", "--update", "lesson", "{oops")
-    assert bad_json.returncode == 2
+    assert bad_json.returncode == 8
     assert "malformed JSON" in one_error_line(bad_json.stderr)
     usage = sh("retrieve")
-    assert usage.returncode == 2 and "Usage:" in usage.stderr
+    assert usage.returncode == 2 and "retrieve --help" in one_error_line(usage.stderr)
     unknown = sh("no-such-command")
     assert unknown.returncode == 2
 

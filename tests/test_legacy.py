@@ -236,7 +236,7 @@ def test_other_agents_live_in_memory_agent_folders(run, home, workspace):
         assert {n.path: n.description for n in mem.tree}["work/digest"] == "Daily paper digest"
     # An agent the skill never had is a clear error.
     missing = run("--agent-id", "nobody", "import-legacy", "--workspace", str(workspace))
-    assert missing.exit_code == 2 and "no legacy memory for agent 'nobody'" in missing.stderr
+    assert missing.exit_code == 8 and "no legacy memory for agent 'nobody'" in missing.stderr
 
 
 def test_import_all_agents_and_dry_run(run, home, workspace):

@@ -181,4 +181,4 @@ def test_cli_consolidate_dry_run(home):
     data = runner.invoke(cli, ["consolidate", "--mode", "full", "--dry-run", "--json"], env=env)
     assert json.loads(data.stdout)["tree_rebuild"]["status"] == "skipped"
     quick = runner.invoke(cli, ["consolidate", "--dry-run"], env=env)
-    assert quick.exit_code == 2
+    assert quick.exit_code == 8

@@ -100,7 +100,8 @@ def test_tools_and_resources_over_a_real_stdio_session(home):
         assert status["outbox_depth"] == 0 and status["last_push"]
 
         bad = await session.call_tool("update_hot", {"key": "nonsense", "value": {}})
-        assert is_error(bad) and "unknown hot memory key" in text_of(bad)
+        # The key is an enum in the tool's schema: the SDK refuses it before the library runs.
+        assert is_error(bad) and "'identity'" in text_of(bad)
         assert "Traceback" not in text_of(bad)
 
         uris = {str(r.uri) for r in (await session.list_resources()).resources}
@@ -132,6 +133,45 @@ def test_mcp_command_without_the_extra_is_one_clear_error(home, tmp_path):
            "PYTHONPATH": str(tmp_path / "shadow")}
     result = subprocess.run([script(), "mcp"], capture_output=True, text=True, env=env,
                             timeout=60, stdin=subprocess.DEVNULL)
-    assert result.returncode == 2
+    assert result.returncode == 9
     assert result.stderr.strip().startswith("error: the MCP server needs the optional extra")
     assert "Traceback" not in result.stderr
+
+
+def test_tools_describe_themselves_for_desktop_hosts(home):
+    """Every tool has a title, a description, described parameters and annotations;
+    update_hot.key is an enum; importance and limit are bounded; the server reports the
+    package's version; results are compact JSON text besides the structured content."""
+    from evoclaw_memory.agent.mcp_server import package_version
+
+    async def body(session):
+        init_version = session._server_info if hasattr(session, "_server_info") else None
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        out = await session.call_tool("remember", {"text": "Biscuit likes carrots"})
+        return init_version, tools, out
+
+    info, tools, out = run_session(home, "hosts", body)
+    assert set(tools) >= {"get_context", "retrieve", "remember", "end_conversation",
+                          "update_hot", "show_tree", "sync", "sync_status"}
+    for name, tool in tools.items():
+        assert tool.title and tool.description, name
+        assert tool.annotations is not None and tool.annotations.title, name
+        schema = tool.input_schema if hasattr(tool, "input_schema") else tool.inputSchema
+        for param, spec in schema.get("properties", {}).items():
+            assert spec.get("description"), (name, param)
+    def hint(name, field):
+        return getattr(tools[name].annotations, field)
+    for name in ("get_context", "retrieve", "show_tree", "sync_status"):
+        assert hint(name, "read_only_hint") is True, name
+    assert hint("update_hot", "destructive_hint") is True
+    assert hint("remember", "read_only_hint") is False
+    props = lambda name: (tools[name].input_schema)["properties"]  # noqa: E731
+    assert props("update_hot")["key"]["enum"] == ["identity", "owner_profile", "lesson",
+                                                  "event", "task", "project", "complete_task"]
+    assert "when" in props("update_hot")["value"]["description"]
+    importance = props("remember")["importance"]
+    assert (importance["minimum"], importance["maximum"]) == (0.0, 1.0)
+    assert (props("retrieve")["limit"]["minimum"], props("retrieve")["limit"]["maximum"]) == (1, 50)
+    text = text_of(out)
+    assert "\n" not in text and ": " not in text and json.loads(text)["status"] == "stored"
+    assert package_version() == __import__("importlib.metadata").metadata.version("evoclaw-memory")

@@ -1,6 +1,6 @@
 """MCP server: one agent's memory for desktop companion apps and agent hosts (stdio).
 
-    evoclaw-memory mcp [--agent-id ID]      (optional extra: pip install 'evoclaw-memory[mcp]')
+    evoclaw-memory mcp [--agent-id ID]      (optional extra [mcp], see the README's install)
 
 Tools: get_context, retrieve, remember, end_conversation, update_hot, show_tree, sync,
 sync_status, and the owner's control: forget, edit_fact, list_facts, history. Resources: evoclaw://memory/MEMORY.md, evoclaw://memory/tree,
@@ -9,9 +9,16 @@ FastMCP before mcp 2); stdout carries the protocol only, logs go to stderr.
 
 The memory is opened once for the life of the server; the SDK runs synchronous tools in
 worker threads, so every call takes one lock around the shared SQLite connection.
-"""
 
-from __future__ import annotations
+Like the reference `memory` server of modelcontextprotocol/servers, every tool has a title,
+a description, described and bounded parameters and annotations (read-only tools say so,
+so hosts can run them without asking); results are structured content plus the same data
+as compact JSON text (hosts put that text in the model's context: no indentation to pay
+for). The server reports the package's version.
+
+No `from __future__ import annotations` here: the SDK reads the tools' parameter types
+(Annotated with pydantic Fields, built inside build_server) at run time.
+"""
 
 import datetime as dt
 import functools
@@ -54,8 +61,57 @@ def _sdk():
         from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]  # v1's, same role
         return FastMCP, ToolError
     except ImportError:
-        raise ConfigError("the MCP server needs the optional extra: pip install "
-                          "'evoclaw-memory[mcp]'") from None
+        raise ConfigError("the MCP server needs the optional extra [mcp]: pip install "
+                          "'/path/to/evoclaw-memory[mcp]' (the checkout) or "
+                          "'evoclaw-memory[mcp] @ git+https://...' (it is not on PyPI)") from None
+
+
+# update_hot: the fields each key takes (hosts show them; the library checks them again).
+HOT_VALUE_FIELDS = {
+    "identity": "agent_name, owner_name, owner_preferred_name, relationship_start, trust_level",
+    "owner_profile": "free keys (timezone, family, topics_loved ...); null removes a key",
+    "lesson": "text (required), category, importance 0-1, timestamp",
+    "event": "text (required), when (ISO 8601 date/time or epoch seconds)",
+    "task": "text (required), status pending|done, when",
+    "project": "name (required), status, description (upserted by name)",
+    "complete_task": "a task id (string) or {\"id\": ...}",
+}
+
+
+def package_version() -> str:
+    """The installed package's version (what `pip show evoclaw-memory` says)."""
+    try:
+        from importlib.metadata import version
+        return version("evoclaw-memory")
+    except Exception:                       # running from a checkout without metadata
+        from evoclaw_memory import __version__
+        return __version__
+
+
+def _annotations(title: str, read_only: bool = False, destructive: bool = False,
+                 idempotent: bool = False, open_world: bool = False) -> Any:
+    """ToolAnnotations for the installed SDK (v2 mcp_types, v1 mcp.types)."""
+    try:
+        from mcp_types import ToolAnnotations
+    except ImportError:
+        from mcp.types import ToolAnnotations
+    hints: dict[str, Any] = {"title": title, "readOnlyHint": read_only,
+                             "openWorldHint": open_world}
+    if not read_only:   # the spec defines these only for tools that change something
+        hints.update(destructiveHint=destructive, idempotentHint=idempotent)
+    return ToolAnnotations.model_validate(hints)
+
+
+def compact(data: Any) -> Any:
+    """A tool result: structured content, and the same data as compact JSON text."""
+    try:
+        from mcp_types import CallToolResult
+    except ImportError:
+        from mcp.types import CallToolResult
+    data = plain(data)
+    text = msgspec.json.encode(data).decode()
+    return CallToolResult.model_validate({"content": [{"type": "text", "text": text}],
+                                          "structuredContent": data})
 
 
 def plain(obj: Any) -> Any:
@@ -76,7 +132,8 @@ def plain(obj: Any) -> Any:
 def build_server(mem: "Memory"):
     """An MCP server whose tools and resources work on `mem` (not started)."""
     Server, ToolError = _sdk()
-    server = Server(SERVER_NAME, instructions=INSTRUCTIONS)
+    server = Server(SERVER_NAME, title="evoclaw memory", instructions=INSTRUCTIONS,
+                    version=package_version())
     lock = threading.Lock()
 
     def guarded(fn: Callable) -> Callable:
@@ -90,45 +147,82 @@ def build_server(mem: "Memory"):
                     raise ToolError(f"{type(exc).__name__}: {exc}") from None
         return wrapper
 
-    @server.tool(description="Memory for the system prompt: MEMORY.md (hot memory), the "
+    from typing import Annotated, Literal
+
+    from pydantic import Field
+
+    Query = Annotated[str, Field(description="What the conversation is about (the user's "
+                                             "message or a question); may be empty.",
+                                 max_length=2000)]
+    Limit = Annotated[int, Field(ge=1, le=50, description="Most facts to return (1-50).")]
+    hot_keys = Literal["identity", "owner_profile", "lesson", "event", "task", "project",
+                       "complete_task"]
+    value_help = "; ".join(f"{k}: {v}" for k, v in HOT_VALUE_FIELDS.items())
+
+    @server.tool(title="Get memory context", annotations=_annotations(
+                 "Get memory context", read_only=True),
+                 description="Memory for the system prompt: MEMORY.md (hot memory), the "
                              "category tree and facts retrieved for `query` (<= 3 KB). Call it "
                              "at the start of a conversation.")
     @guarded
-    def get_context(query: str = "", limit: int = 8) -> str:
+    def get_context(query: Query = "", limit: Limit = 8) -> str:
         return mem.context(query, limit=limit)
 
-    @server.tool(description="Find the stored facts most relevant to `query` (tree search, "
-                             "then full text, then the archive); reinforces what it returns.")
+    @server.tool(title="Search memories", annotations=_annotations(
+                 "Search memories", read_only=True),
+                 description="Find the stored facts most relevant to `query` (tree search, "
+                             "then full text, then the archive), best first, each with how it "
+                             "was found. Reading counts as use (facts found stay fresh).")
     @guarded
-    def retrieve(query: str, limit: int = 5) -> dict[str, Any]:
+    def retrieve(query: Annotated[str, Field(min_length=1, max_length=2000,
+                                             description="The question or topic.")],
+                 limit: Limit = 5) -> dict[str, Any]:
         results = mem.retrieve(query, limit=limit)
-        return {"results": [{"id": r.fact.id, "text": r.fact.text, "category": r.fact.category,
-                             "method": r.method, "path": r.path,
-                             "relevance": round(r.relevance, 4), "score": round(r.score, 4),
-                             "tier": r.fact.tier} for r in results]}
+        return compact({"results": [{"id": r.fact.id, "text": r.fact.text,
+                                     "category": r.fact.category, "method": r.method,
+                                     "path": r.path, "relevance": round(r.relevance, 4),
+                                     "score": round(r.score, 4), "tier": r.fact.tier}
+                                    for r in results]})
 
-    @server.tool(description="Store one fact (<= 2000 chars) under a category path such as "
+    @server.tool(title="Remember a fact", annotations=_annotations(
+                 "Remember a fact", idempotent=True),
+                 description="Store one fact (<= 2000 chars) under a category path such as "
                              "home/pets or projects/evoclaw; importance 0..1. A duplicate "
-                             "reinforces the existing fact.")
+                             "reinforces the existing fact instead of adding a copy.")
     @guarded
-    def remember(text: str, category: str = "general", importance: float = 0.5,
-                 urls: Optional[list[str]] = None, commands: Optional[list[str]] = None,
-                 paths: Optional[list[str]] = None) -> dict[str, Any]:
+    def remember(text: Annotated[str, Field(min_length=1, max_length=2000,
+                                            description="The fact, one self-contained "
+                                                        "sentence.")],
+                 category: Annotated[str, Field(max_length=200, description=(
+                     "Tree path, up to 4 levels: home/pets/biscuit, projects/evoclaw."))] = "general",
+                 importance: Annotated[float, Field(ge=0.0, le=1.0, description=(
+                     "0 (trivia) to 1 (never forget)."))] = 0.5,
+                 urls: Annotated[Optional[list[str]], Field(
+                     max_length=10, description="Links to keep with the fact.")] = None,
+                 commands: Annotated[Optional[list[str]], Field(
+                     max_length=5, description="Shell commands to keep.")] = None,
+                 paths: Annotated[Optional[list[str]], Field(
+                     max_length=10, description="File paths to keep.")] = None) -> dict[str, Any]:
         metadata = None
         if urls or commands or paths:
             metadata = {"urls": urls or [], "commands": commands or [], "paths": paths or []}
         fact = mem.remember(text, category=category, importance=importance, metadata=metadata,
                             source="mcp")
-        return {"id": fact.id, "status": "reinforced" if fact.access_count else "stored",
-                "fact": plain(fact)}
+        return compact({"id": fact.id, "status": "reinforced" if fact.access_count else "stored",
+                        "fact": plain(fact)})
 
-    @server.tool(description="End a conversation: give its messages ([{role, content}, ...]) "
+    @server.tool(title="End the conversation", annotations=_annotations(
+                 "End the conversation", open_world=True),
+                 description="End a conversation: give its messages ([{role, content}, ...]) "
                              "or its text. Distills facts, stores them, updates MEMORY.md, "
                              "consolidates when due and syncs when a cloud is configured; "
                              "returns what it did.")
     @guarded
-    def end_conversation(messages: Optional[list[dict[str, str]]] = None,
-                         text: Optional[str] = None) -> dict[str, Any]:
+    def end_conversation(messages: Annotated[Optional[list[dict[str, str]]], Field(
+                             description="OpenAI-style messages: role and content.")] = None,
+                         text: Annotated[Optional[str], Field(
+                             description="The conversation as plain text (instead of "
+                                         "messages).")] = None) -> dict[str, Any]:
         if (messages is None) == (text is None):
             from evoclaw_memory.errors import ValidationError
             raise ValidationError("give either `messages` or `text`")
@@ -145,71 +239,98 @@ def build_server(mem: "Memory"):
                            for f in report["added"]]
         report["reinforced"] = [{"id": f.id, "text": f.text, "category": f.category}
                                 for f in report["reinforced"]]
-        return plain(report)
+        return compact(report)
 
-    @server.tool(description="Update hot memory (always in context). key: identity, "
-                             "owner_profile, lesson, event, task, project or complete_task; "
-                             "value: a JSON object (complete_task also takes a task id). "
+    @server.tool(title="Update hot memory", annotations=_annotations(
+                 "Update hot memory", destructive=True),
+                 description="Update hot memory (always in context). identity and "
+                             "owner_profile merge key by key (overwriting); lesson, event, "
+                             "task and project add an entry; complete_task closes a task. "
                              "Returns the new MEMORY.md.")
     @guarded
-    def update_hot(key: str, value: Union[dict[str, Any], str]) -> dict[str, Any]:
+    def update_hot(key: Annotated[hot_keys, Field(description="What to update.")],
+                   value: Annotated[Union[dict[str, Any], str], Field(
+                       description=f"A JSON object with, per key: {value_help}.")]
+                   ) -> dict[str, Any]:
         mem.update_hot(key, value)
         text = mem.render_memory_md()
-        return {"updated": key, "memory_md": text, "bytes": len(text.encode())}
+        return compact({"updated": key, "memory_md": text, "bytes": len(text.encode())})
 
-    @server.tool(description="The category tree as the agent sees it (paths, descriptions, "
+    @server.tool(title="Show the category tree", annotations=_annotations(
+                 "Show the category tree", read_only=True),
+                 description="The category tree as the agent sees it (paths, descriptions, "
                              "fact counts).")
     @guarded
     def show_tree() -> str:
         return mem.tree_text()
 
-    @server.tool(description="Push queued changes to the cloud and pull other devices' "
+    @server.tool(title="Sync with the cloud", annotations=_annotations(
+                 "Sync with the cloud", idempotent=True, open_world=True),
+                 description="Push queued changes to the cloud and pull other devices' "
                              "changes. Offline, the work stays queued (status 'queued').")
     @guarded
     def sync() -> dict[str, Any]:
         from evoclaw_memory.lifecycle.conversation import push
-        return plain(push(mem))
+        return compact(push(mem))
 
-    @server.tool(description="Outbox depth, last push and remote version, without the network.")
+    @server.tool(title="Sync status", annotations=_annotations("Sync status", read_only=True),
+                 description="Outbox depth, last push and remote version, without the network.")
     @guarded
     def sync_status() -> dict[str, Any]:
-        return plain(mem.sync_status())
+        return compact(mem.sync_status())
 
-    # The owner's control (SPEC §5b); hints tell hosts which tools to confirm with the user.
-    from mcp.types import ToolAnnotations
-    reading = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                              open_world_hint=False)
-    erasing = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+    # The owner's control (SPEC §5b); the hints tell hosts which tools to confirm with the user.
+    FactId = Annotated[str, Field(min_length=1, max_length=128,
+                                  description="A fact id, as list_facts or retrieve return it.")]
 
-    @server.tool(description="Erase stored facts by id (from list_facts or retrieve), here, "
+    @server.tool(title="Forget facts", annotations=_annotations(
+                 "Forget facts", destructive=True, idempotent=True, open_world=True),
+                 description="Erase stored facts by id (from list_facts or retrieve), here, "
                              "in the cloud and on the owner's other devices. Only when the "
-                             "user asks to forget.", annotations=erasing)
+                             "user asks to forget.")
     @guarded
-    def forget(fact_ids: list[str]) -> dict[str, Any]:
+    def forget(fact_ids: Annotated[list[str], Field(min_length=1, max_length=1000, description=(
+                   "The ids of the facts to erase."))]) -> dict[str, Any]:
         gone = mem.forget(fact_ids, by="mcp")
-        return {"forgotten": gone, "count": len(gone)}
+        return compact({"forgotten": gone, "count": len(gone)})
 
-    @server.tool(description="Correct a stored fact (text, category, importance); the old "
-                             "version is kept in its history, out of search.", annotations=erasing)
+    @server.tool(title="Correct a fact", annotations=_annotations(
+                 "Correct a fact", destructive=True, idempotent=True),
+                 description="Correct a stored fact (text, category, importance); the old "
+                             "version is kept in its history, out of search.")
     @guarded
-    def edit_fact(fact_id: str, text: Optional[str] = None, category: Optional[str] = None,
-                  importance: Optional[float] = None) -> dict[str, Any]:
-        return {"fact": plain(mem.edit(fact_id, text=text, category=category,
-                                       importance=importance, by="mcp"))}
+    def edit_fact(fact_id: FactId,
+                  text: Annotated[Optional[str], Field(max_length=2000, description=(
+                      "The corrected text (omit to keep it)."))] = None,
+                  category: Annotated[Optional[str], Field(max_length=200, description=(
+                      "A new tree path (omit to keep it)."))] = None,
+                  importance: Annotated[Optional[float], Field(ge=0.0, le=1.0, description=(
+                      "A new importance 0..1 (omit to keep it)."))] = None) -> dict[str, Any]:
+        return compact({"fact": plain(mem.edit(fact_id, text=text, category=category,
+                                               importance=importance, by="mcp"))})
 
-    @server.tool(description="List stored facts, oldest first, optionally under a category "
-                             "path (and below) or of one tier (warm, cold).", annotations=reading)
+    @server.tool(title="List facts", annotations=_annotations("List facts", read_only=True),
+                 description="List stored facts, oldest first, optionally under a category "
+                             "path (and below) or of one tier (warm, cold).")
     @guarded
-    def list_facts(category: Optional[str] = None, tier: Optional[str] = None,
-                   limit: int = 50, offset: int = 0) -> dict[str, Any]:
-        facts = mem.list_facts(category=category, tier=tier, limit=limit, offset=offset)
-        return {"facts": [plain(f) for f in facts], "count": len(facts)}
+    def list_facts(category: Annotated[Optional[str], Field(max_length=200, description=(
+                       "Only facts under this tree path (and below)."))] = None,
+                   tier: Annotated[Optional[Literal["warm", "cold"]], Field(description=(
+                       "Only the device's working set (warm) or the archive (cold)."))] = None,
+                   limit: Annotated[int, Field(ge=1, le=500, description=(
+                       "Most facts to return (1-500)."))] = 50,
+                   offset: Annotated[int, Field(ge=0, description=(
+                       "Facts to skip, for the next page."))] = 0) -> dict[str, Any]:
+        facts = mem.facts(category=category, tier=tier, limit=limit, offset=offset)
+        return compact({"facts": [plain(f) for f in facts], "count": len(facts)})
 
-    @server.tool(description="A fact's history: versions, supersessions, reinforcements and "
-                             "its forget, with times and who did it.", annotations=reading)
+    @server.tool(title="A fact's history", annotations=_annotations(
+                 "A fact's history", read_only=True),
+                 description="A fact's history: versions, supersessions, reinforcements and "
+                             "its forget, with times and who did it.")
     @guarded
-    def history(fact_id: str) -> dict[str, Any]:
-        return plain(mem.history(fact_id))
+    def history(fact_id: FactId) -> dict[str, Any]:
+        return compact(plain(mem.history(fact_id)))
 
     @server.resource(MEMORY_MD_URI, name="MEMORY.md", mime_type="text/markdown",
                      description="Hot memory as the agent loads it every session.")

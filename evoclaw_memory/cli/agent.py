@@ -8,8 +8,8 @@ from typing import Any, Optional
 
 import click
 
-from evoclaw_memory.cli.common import (command_config, common_options, emit, open_memory,
-                                       progress_bar)
+from evoclaw_memory.cli.common import (cli_state, command_config, common_options, emit,
+                                       open_memory, progress_bar)
 
 # -- mcp -------------------------------------------------------------------------------------
 
@@ -25,6 +25,10 @@ def mcp_command(ctx: click.Context) -> None:
     sync, sync_status. Resources: evoclaw://memory/MEMORY.md, evoclaw://memory/tree,
     evoclaw://memory/tree.json. Logs go to stderr; stdout carries the protocol.
     """
+    from evoclaw_memory.errors import ValidationError
+    if cli_state(ctx).json:
+        # stdout carries the MCP protocol: a JSON document there would corrupt it.
+        raise ValidationError("mcp speaks the MCP protocol on stdout; --json does not apply")
     from evoclaw_memory.agent.mcp_server import serve_stdio
     serve_stdio(command_config(ctx))
 
@@ -53,6 +57,12 @@ def serve_command(ctx: click.Context, heartbeat: float, quick_every: float, retr
     action on stderr. SIGTERM / SIGINT stop it cleanly: queued work stays in the outbox.
     """
     from evoclaw_memory.agent.service import configure_logging, run_service
+    if cli_state(ctx).json:
+        from evoclaw_memory.errors import ValidationError
+        # serve is a long-running service logging one line per action on stderr: there is
+        # no single document to print.
+        raise ValidationError("serve logs one line per action on stderr; --json does not "
+                              "apply (use `sync --status --json` or `metrics --json`)")
     with open_memory(ctx) as mem:
         configure_logging(mem.agent_id)
         status = run_service(mem, once=once, heartbeat=heartbeat, quick_every=quick_every,

@@ -124,6 +124,7 @@ def _sync_with(mem, passphrase, recovery_key):
 
 
 @click.command("sync-critical", hidden=True)
+@common_options
 @click.pass_context
 def sync_critical(ctx: click.Context) -> None:
     """The original skill's name for `sync`."""
@@ -222,7 +223,7 @@ def _cold_query(mem, text, category, limit, passphrase, recovery_key):
 
 @click.group("devices")
 def devices_group() -> None:
-    """Devices serving this agent: list them, revoke a lost or stolen one."""
+    """Devices serving this agent: list them, name them, revoke a lost or stolen one."""
 
 
 @devices_group.command("list")
@@ -247,15 +248,48 @@ def devices_list(ctx: click.Context) -> None:
 
 @devices_group.command("revoke")
 @click.argument("device_id")
+@click.option("--this-device", is_flag=True,
+              help="Allow revoking the device you are on (its memory is wiped at its next sync).")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask (for scripts).")
 @common_options
 @click.pass_context
-def devices_revoke(ctx: click.Context, device_id: str) -> None:
-    """Revoke a device: it wipes its local memory at its next sync and can push nothing."""
-    from evoclaw_memory.errors import NotFoundError
+def devices_revoke(ctx: click.Context, device_id: str, this_device: bool, yes: bool) -> None:
+    """Revoke a device: it wipes its local memory at its next sync and can push nothing.
+
+    Asks first on a terminal; scripts pass --yes. The device you are on is refused unless
+    --this-device is given too."""
+    from evoclaw_memory.errors import NotFoundError, ValidationError
     with open_memory(ctx) as mem:
+        me = mem.sync_status()["device_id"]
+        if device_id == me and not this_device:
+            raise ValidationError(f"{device_id} is this device: revoking it wipes this memory at "
+                                  "the next sync; add --this-device if that is what you want")
+        if not yes:
+            if not _interactive():
+                raise ValidationError("revoking a device cannot be undone: add --yes to revoke "
+                                      "without a question (scripts), or run it on a terminal")
+            names = {d.device_id: d.name for d in mem.devices()}
+            label = f"{device_id} ({names[device_id]})" if names.get(device_id) else device_id
+            click.confirm(f"Revoke {label}? It wipes its memory at its next sync and can push "
+                          "nothing; this cannot be undone", abort=True, err=True)
         if not mem.revoke_device(device_id):
             raise NotFoundError(f"no active device {device_id!r} for agent {mem.agent_id}")
     emit(ctx, {"revoked": device_id}, lambda: click.echo(f"revoked {device_id}"))
+
+
+@devices_group.command("rename")
+@click.argument("device_id")
+@click.argument("name")
+@common_options
+@click.pass_context
+def devices_rename(ctx: click.Context, device_id: str, name: str) -> None:
+    """Give DEVICE_ID a NAME people recognise (`devices list` shows it)."""
+    from evoclaw_memory.errors import NotFoundError
+    with open_memory(ctx) as mem:
+        if not mem.rename_device(device_id, name):
+            raise NotFoundError(f"no device {device_id!r} for agent {mem.agent_id}")
+    emit(ctx, {"device_id": device_id, "name": name.strip()},
+         lambda: click.echo(f"{device_id} is now {name.strip()!r}"))
 
 
 # -- keys ------------------------------------------------------------------------------------
@@ -277,11 +311,19 @@ def _new_passphrase() -> str:
 
 
 @key_group.command("init")
+@click.option("--device-name", metavar="NAME", default=None,
+              help="A name for this device in `devices list` [default: the hostname].")
 @common_options
 @click.pass_context
-def key_init(ctx: click.Context) -> None:
+def key_init(ctx: click.Context, device_name: Optional[str]) -> None:
     """Set up end-to-end encryption; prints the recovery key ONCE (write it down)."""
+    from evoclaw_memory import validate
+    if device_name is not None:
+        device_name = validate.device_name(device_name)   # refused before any key is made
     with open_memory(ctx) as mem:
+        if device_name is not None:
+            # Named first, so a device that registers during the re-seal does so by name.
+            mem.rename_device(mem.sync_status()["device_id"], device_name)
         with progress_bar(ctx, "re-sealing") as bar:
             recovery = mem.init_encryption(_new_passphrase(), progress=bar.update)
         reseal = mem.sync_status()["reseal"]

@@ -36,6 +36,7 @@ class State:
         self.home = home
         self.config_path = config_path
         self.json = json
+        self.llm_base_url: Optional[str] = None     # --llm-endpoint (the original's flag)
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -45,29 +46,94 @@ def one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
-def _fail(message: str, code: int) -> "click.exceptions.Exit":
+EXIT_USAGE = 2              # click's usage error; no library error uses it
+
+
+def _fail(message: str, code: int, name: str = "error",
+          as_json: bool = False) -> "click.exceptions.Exit":
+    """One line on stderr; with --json also ONE JSON object on stdout, so an agent reading
+    stdout always gets a document it can parse, success or not."""
     from evoclaw_memory.validate import printable
-    click.echo(f"error: {printable(one_line(message))}", err=True)
+    line = one_line(message)
+    click.echo(f"error: {printable(line)}", err=True)
+    if as_json:
+        import msgspec
+        click.echo(msgspec.json.encode({"error": line, "code": name, "exit": code}).decode())
     return click.exceptions.Exit(code)
 
 
-def translate(exc: BaseException) -> "click.exceptions.Exit":
+def translate(exc: BaseException, as_json: bool = False) -> "click.exceptions.Exit":
     """Turn an exception raised by a command into one stderr line and an exit status."""
     if isinstance(exc, KeyboardInterrupt):
         click.echo("", err=True)
+        if as_json:
+            return _fail("interrupted", EXIT_INTERRUPTED, "interrupted", as_json)
         return click.exceptions.Exit(EXIT_INTERRUPTED)
     if isinstance(exc, EvoclawError):
-        return _fail(str(exc) or type(exc).__name__, exc.exit_code)
+        return _fail(str(exc) or type(exc).__name__, exc.exit_code, exc.code(), as_json)
     import sqlite3
     if isinstance(exc, sqlite3.DatabaseError):
         # The library wraps what it expects; anything else means a damaged database.
         from evoclaw_memory.errors import StoreError
-        return _fail(f"database error: {exc}; run `evoclaw-memory doctor`", StoreError.exit_code)
-    return _fail(f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)
+        return _fail(f"database error: {exc}; run `evoclaw-memory doctor`", StoreError.exit_code,
+                     StoreError.code(), as_json)
+    return _fail(f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL, "internal",
+                 as_json)
+
+
+def _wants_json(args: list[str]) -> bool:
+    """--json anywhere before `--`: a usage error can come before its callback has run."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
+
+
+def _credential_flag(args: list[str]) -> Optional[str]:
+    """The original skill's --db-url / --auth-token, if given (refused, never read)."""
+    for arg in args:
+        if arg == "--":
+            return None
+        flag = arg.split("=", 1)[0]
+        if flag in ("--db-url", "--auth-token"):
+            return flag
+    return None
 
 
 class EvoGroup(click.Group):
     """A click group that turns every failure of a command into one clear line."""
+
+    def main(self, args: Optional[Any] = None, prog_name: Optional[str] = None,
+             complete_var: Optional[str] = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        """click's main, but a usage error is one line too (click prints a usage block and a
+        hint on three), and with --json also the JSON error object."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        refused = _credential_flag(argv)
+        if refused:
+            _fail(f"{refused} is not accepted: a credential in a flag lands in shell history and "
+                  "process lists; set TURSO_DATABASE_URL and TURSO_AUTH_TOKEN (or [cloud] url and "
+                  "auth_token in config.toml)", EXIT_USAGE, "usage", _wants_json(argv))
+            sys.exit(EXIT_USAGE)
+        try:
+            status = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:   # a bare group shows its help
+            click.echo(exc.ctx.get_help() if exc.ctx else str(exc), err=True)
+            sys.exit(EXIT_USAGE)
+        except click.ClickException as exc:
+            where = getattr(getattr(exc, "ctx", None), "command_path", None)
+            hint = f" (see `{where} --help`)" if where and isinstance(exc, click.UsageError) else ""
+            _fail(exc.format_message() + hint, exc.exit_code,
+                  "usage" if isinstance(exc, click.UsageError) else "error", _wants_json(argv))
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            _fail("aborted", 1, "aborted", _wants_json(argv))
+            sys.exit(1)
+        sys.exit(status if isinstance(status, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -78,7 +144,7 @@ class EvoGroup(click.Group):
         except (Exception, KeyboardInterrupt) as exc:
             if os.environ.get("EVOCLAW_DEBUG") == "1" and not isinstance(exc, KeyboardInterrupt):
                 raise
-            raise translate(exc) from None
+            raise translate(exc, as_json=cli_state(ctx).json) from None
 
 
 # -- shared options --------------------------------------------------------------------------
@@ -98,6 +164,35 @@ def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
         cli_state(ctx).json = True
 
 
+def _set_llm_endpoint(ctx: click.Context, _param: click.Parameter,
+                      value: Optional[str]) -> Optional[str]:
+    if value is not None:
+        from evoclaw_memory.validate import text
+        url = text("--llm-endpoint", value, max_len=2048).strip()
+        if not url.lower().startswith(("http://", "https://")):
+            raise click.BadParameter("use an http(s):// URL of an OpenAI-compatible API, e.g. "
+                                     "http://127.0.0.1:11434/v1")
+        cli_state(ctx).llm_base_url = url
+    return value
+
+
+def llm_endpoint_option(f: Callable) -> Callable:
+    """--llm-endpoint URL: the LLM for this run (overrides EVOCLAW_LLM_BASE_URL / [llm])."""
+    return click.option("--llm-endpoint", metavar="URL", expose_value=False,
+                        callback=_set_llm_endpoint,
+                        help="OpenAI-compatible API base URL for this run (overrides "
+                             "EVOCLAW_LLM_BASE_URL and [llm] base_url).")(f)
+
+
+def require_llm(ctx: click.Context) -> None:
+    """--llm asks for the LLM: an error (never a silent rule-mode run) when none is set."""
+    from evoclaw_memory.errors import ConfigError
+    if not command_config(ctx).llm_base_url:
+        raise ConfigError("no LLM configured: set EVOCLAW_LLM_BASE_URL and EVOCLAW_LLM_MODEL "
+                          "(or [llm] base_url in config.toml, or --llm-endpoint URL), or drop "
+                          "--llm")
+
+
 def common_options(f: Callable) -> Callable:
     """--agent-id and --json on a subcommand too (agents put flags anywhere); these win."""
     f = click.option("--json", "json_", is_flag=True, expose_value=False, callback=_set_json,
@@ -112,7 +207,8 @@ def command_config(ctx: click.Context, agent_id: Optional[str] = None):
     from evoclaw_memory.config import load_config
     st = cli_state(ctx)
     return load_config(home=st.home, agent_id=agent_id or st.agent_id,
-                       config_path=Path(st.config_path) if st.config_path else None)
+                       config_path=Path(st.config_path) if st.config_path else None,
+                       llm_base_url=st.llm_base_url)
 
 
 @contextlib.contextmanager

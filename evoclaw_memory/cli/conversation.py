@@ -8,8 +8,8 @@ from typing import Any, Optional
 
 import click
 
-from evoclaw_memory.cli.common import (command_config, common_options, emit, fact_line, one_line,
-                                       open_memory, progress_bar, read_file)
+from evoclaw_memory.cli.common import (common_options, emit, fact_line, llm_endpoint_option,
+                                       one_line, open_memory, progress_bar, read_file, require_llm)
 
 HOT_KEYS = ("identity", "owner_profile", "lesson", "event", "task", "project", "complete_task")
 CONSOLIDATE_MODES = ("quick", "daily", "monthly", "full")
@@ -55,10 +55,13 @@ def _conversation(raw: str) -> Any:
 @click.option("--at", "at", default=None, metavar="EPOCH|ISO",
               help="When the conversation took place (epoch seconds or ISO 8601; default now): "
                    "relative dates such as 'yesterday' resolve against it.")
+@llm_endpoint_option
+@click.option("--core-summary", is_flag=True,
+              help="Print only the one-line core summary (the original skill's flag).")
 @common_options
 @click.pass_context
 def distill(ctx: click.Context, text: Optional[str], file_: Optional[str], store_: bool,
-            llm: Optional[bool], at: Optional[str]) -> None:
+            llm: Optional[bool], at: Optional[str], core_summary: bool) -> None:
     """Distill a conversation into a structured record, a core summary and fact drafts.
 
     Input: --text, --file or stdin; a JSON list of {role, content} messages, or plain text.
@@ -72,11 +75,7 @@ def distill(ctx: click.Context, text: Optional[str], file_: Optional[str], store
         from evoclaw_memory.errors import ValidationError
         raise ValidationError("nothing to distill: the conversation is empty")
     if llm:
-        from evoclaw_memory.errors import ConfigError
-        config = command_config(ctx)
-        if not config.llm_base_url:
-            raise ConfigError("no LLM configured: set EVOCLAW_LLM_BASE_URL and EVOCLAW_LLM_MODEL "
-                              "(or [llm] base_url in config.toml), or drop --llm for rule mode")
+        require_llm(ctx)
     messages = _conversation(raw)
     if at is not None:
         from evoclaw_memory.validate import when
@@ -84,6 +83,9 @@ def distill(ctx: click.Context, text: Optional[str], file_: Optional[str], store
     with open_memory(ctx) as mem:
         mem.distill_llm = llm          # end_conversation distills through mem.distill
         result = mem.end_conversation(messages, at=at) if store_ else mem.distill(messages, at=at)
+    if core_summary:
+        emit(ctx, {"core_summary": result["summary"]}, lambda: click.echo(result["summary"]))
+        return
 
     def human() -> None:
         record = result["record"]
@@ -172,16 +174,26 @@ def hot(ctx: click.Context, update: Optional[tuple], complete_task: Optional[str
               help="How many days of notes to read.")
 @click.option("--workspace", type=click.Path(file_okay=False), default=None,
               help="Agent workspace holding memory/YYYY-MM-DD*.md [default: from config].")
+@click.option("--dry-run", is_flag=True, help="Report what would be stored; store nothing.")
+@llm_endpoint_option
 @common_options
 @click.pass_context
-def ingest_daily(ctx: click.Context, days: int, workspace: Optional[str]) -> None:
-    """Store the facts of the last N days of daily notes (memory/YYYY-MM-DD*.md)."""
+def ingest_daily(ctx: click.Context, days: int, workspace: Optional[str], dry_run: bool) -> None:
+    """Store the facts of the last N days of daily notes (memory/YYYY-MM-DD*.md).
+
+    A note is markdown named by its date (memory/2025-11-30.md, memory/2025-11-30-standup.md);
+    each line or bullet that says something becomes a fact candidate."""
     with open_memory(ctx) as mem, progress_bar(ctx, "reading daily notes") as bar:
         report = mem.ingest_daily(days=days, workspace=Path(workspace) if workspace else None,
-                                  progress=bar.update)
+                                  progress=bar.update, dry_run=dry_run)
+    first, last = report["dates"]
     emit(ctx, report, lambda: click.echo(
+        f"looked in {report['folder']}"
+        f"{'' if Path(report['folder']).is_dir() else ' (no such folder)'} for "
+        f"YYYY-MM-DD*.md from {first} to {last}: "
         f"files scanned: {report['files']}, facts found: {report['found']}, "
-        f"stored: {report['stored']}, skipped: {report['skipped']}"))
+        f"{'would store' if dry_run else 'stored'}: {report['stored']}, "
+        f"skipped: {report['skipped']}"))
 
 
 def _warning_field(warning: Any, name: str, index: int) -> Any:
@@ -193,15 +205,20 @@ def _warning_field(warning: Any, name: str, index: int) -> Any:
 
 
 @click.command()
-@click.argument("file", metavar="FILE")
+@click.argument("file", metavar="FILE", required=False, default=None)
+@click.option("--file", "-f", "file_flag", default=None, metavar="FILE",
+              help="The note as a flag (the original skill's form; '-' reads stdin).")
 @common_options
 @click.pass_context
-def validate(ctx: click.Context, file: str) -> None:
+def validate(ctx: click.Context, file: Optional[str], file_flag: Optional[str]) -> None:
     """Check a daily note for missing links, commands and next steps ('-' reads stdin).
 
     Exit status 0 when clean, 1 when there are warnings.
     """
     from evoclaw_memory.distill.notes import validate_note
+    if file is not None and file_flag is not None:
+        raise click.UsageError("give the note once: `validate FILE` or `validate --file FILE`")
+    file = file if file is not None else (file_flag or "-")
     warnings = list(validate_note(read_file(file)))
     rows = [{"line": _warning_field(w, "line", 0), "kind": _warning_field(w, "kind", 1),
              "message": _warning_field(w, "message", 2),
@@ -268,6 +285,7 @@ def _report_lines(data: dict, indent: str = "") -> list[str]:
                    "monthly: +tree rebuild, cold cleanup; full: +recount and report.")
 @click.option("--dry-run", is_flag=True,
               help="monthly/full: show the LLM's tree-rebuild plan and change nothing.")
+@llm_endpoint_option
 @common_options
 @click.pass_context
 def consolidate(ctx: click.Context, mode: str, dry_run: bool) -> None:

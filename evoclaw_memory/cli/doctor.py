@@ -163,6 +163,14 @@ def doctor_cloud_checks(config: Any, mem: Any, check: Check, timeout: float = 5.
     from evoclaw_memory.cloud.remote import open_remote
     from evoclaw_memory.errors import AuthError, ConfigError, EvoclawError, Unavailable
     label = "embedded default file" if not config.cloud_url else _cloud_label(config.cloud_url)
+    if config.cloud_token and not config.cloud_is_network:
+        # A token only means something to a server: with a file target it is ignored and the
+        # memory syncs in plain text to a local file, which is never what its owner meant.
+        check("cloud", False, f"a cloud token is set but the cloud is a local file ({label}): "
+              "the token is unused and nothing leaves this device",
+              "set TURSO_DATABASE_URL (or [cloud] url) to libsql://, https:// or http://, or "
+              "unset TURSO_AUTH_TOKEN")
+        return
     try:
         remote = open_remote(config.cloud_url, config.cloud_token,
                              Path(config.home) / "cloud.db", timeout=timeout, retries=0)
@@ -286,7 +294,7 @@ def _cloud_label(url: str) -> str:
     """A URL without any credential: scheme://host[:port]."""
     from urllib.parse import urlsplit
     if "://" not in url or url.startswith("file:"):
-        return "file"
+        return f"file {url}"
     try:
         parts = urlsplit(url)
         port = f":{parts.port}" if parts.port else ""

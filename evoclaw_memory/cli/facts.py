@@ -8,7 +8,7 @@ from typing import Any, Optional
 import click
 
 from evoclaw_memory.cli.common import (common_options, emit, fact_json, fact_line, format_time,
-                                       open_memory, read_stdin)
+                                       llm_endpoint_option, open_memory, read_stdin, require_llm)
 
 
 def _parse_time(_ctx: click.Context, _param: click.Parameter, value: Optional[str]) -> Any:
@@ -70,13 +70,18 @@ def store(ctx: click.Context, text: str, category: str, importance: float, urls:
 @click.option("--query", "-q", "query_flag", default=None, metavar="QUERY",
               help="The query as a flag (the original skill's form).")
 @click.option("--limit", "-n", type=click.IntRange(1, 100), default=5, show_default=True)
+@click.option("--llm", is_flag=True, help="Insist on the LLM tree search (an error when no LLM "
+              "is configured; by default it runs whenever one is).")
+@llm_endpoint_option
 @common_options
 @click.pass_context
 def retrieve(ctx: click.Context, query: Optional[str], query_flag: Optional[str],
-             limit: int) -> None:
+             limit: int, llm: bool) -> None:
     """Find the facts most relevant to QUERY (tree search, then full text); reinforces them."""
     if (query is None) == (query_flag is None):
         raise click.UsageError("give the query once: `retrieve QUERY` or `retrieve --query QUERY`")
+    if llm:
+        require_llm(ctx)
     query = query if query is not None else query_flag
     with open_memory(ctx) as mem:
         results = mem.retrieve(query, limit=limit)
@@ -144,12 +149,19 @@ def supersede(ctx: click.Context, old_id: str, new_id: str) -> None:
 
 
 @click.command("search-url")
-@click.argument("fragment")
+@click.argument("fragment", required=False, default=None)
+@click.option("--url", "url_flag", default=None, metavar="FRAGMENT",
+              help="The fragment as a flag (the original skill's form).")
 @click.option("--limit", "-n", type=click.IntRange(1, 1000), default=20, show_default=True)
 @common_options
 @click.pass_context
-def search_url(ctx: click.Context, fragment: str, limit: int) -> None:
+def search_url(ctx: click.Context, fragment: Optional[str], url_flag: Optional[str],
+               limit: int) -> None:
     """Facts whose URLs, commands, paths or text contain FRAGMENT."""
+    if (fragment is None) == (url_flag is None):
+        raise click.UsageError("give the fragment once: `search-url FRAGMENT` or "
+                               "`search-url --url FRAGMENT`")
+    fragment = fragment if fragment is not None else url_flag
     with open_memory(ctx) as mem:
         facts = mem.search_url(fragment, limit=limit)
 

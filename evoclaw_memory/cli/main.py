@@ -21,7 +21,8 @@ from typing import Optional
 
 import click
 
-from evoclaw_memory.cli import agent, cloud, control, conversation, doctor, facts, observe, tree
+from evoclaw_memory.cli import (agent, cloud, control, conversation, doctor, facts, observe,
+                                server, tree)
 from evoclaw_memory.cli.common import EXIT_INTERRUPTED, EvoGroup, State
 
 
@@ -35,7 +36,7 @@ from evoclaw_memory.cli.common import EXIT_INTERRUPTED, EvoGroup, State
               type=click.Path(exists=True, dir_okay=False),
               help="TOML config file [default: <home>/config.toml].")
 @click.option("--json", "json_", is_flag=True, help="Print one JSON document on stdout.")
-@click.version_option("0.1.0", prog_name="evoclaw-memory")
+@click.version_option(package_name="evoclaw-memory", prog_name="evoclaw-memory")
 @click.pass_context
 def cli(ctx: click.Context, agent_id: Optional[str], home: Optional[str],
         config_path: Optional[str], json_: bool) -> None:
@@ -53,7 +54,7 @@ def cli(ctx: click.Context, agent_id: Optional[str], home: Optional[str],
 
 
 # Each command module lists its commands in COMMANDS; `--help` sorts them by name anyway.
-for _module in (facts, conversation, tree, observe, doctor, cloud, agent, control):
+for _module in (facts, conversation, tree, observe, doctor, cloud, agent, control, server):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 del _module, _command

@@ -36,7 +36,10 @@ def metrics(ctx: click.Context, report: bool) -> None:
         return
 
     def number(value: Any) -> str:
-        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+        # Seconds and ratios come as floats like 0.30000000000000004: three decimals say it.
+        if isinstance(value, float):
+            return str(int(value)) if value.is_integer() else f"{value:,.3f}".rstrip("0")
+        return f"{value:,}" if isinstance(value, int) else str(value)
 
     def human() -> None:
         width = max([len(k) for part in data.values() for k in part] + [10]) + 2

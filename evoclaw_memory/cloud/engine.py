@@ -31,6 +31,7 @@ KV_PULL_CURSOR = "sync.pull_cursor"
 KV_LAST_PUSH = "sync.last_push"
 KV_DEVICE_ID = "device_id"
 KV_TOMBSTONE_CURSOR = "sync.tombstone_cursor"   # rowid of the last pulled cloud tombstone
+KV_DEVICE_NAME = "device_name"
 KV_STATE_NONCE = "sync.state_nonce"   # the push nonce of the cloud state at KV_REMOTE_VERSION
 VERIFY_BUCKET_SECONDS = 86_400   # one day of created_at: a few hundred counts for years of facts
 
@@ -86,6 +87,12 @@ def device_id(store: LocalStore) -> str:
     return new
 
 
+def device_name(store: LocalStore) -> str:
+    """The name this device registers with: the one its owner gave it, else the hostname
+    (two devices both called `vm` or `raspberrypi` cannot be told apart)."""
+    return store.get_setting(KV_DEVICE_NAME) or socket.gethostname()[:64]
+
+
 class SyncEngine:
     """Pushes the outbox of one agent's LocalSide to a Remote and pulls back."""
 
@@ -97,7 +104,7 @@ class SyncEngine:
         self.agent_id = agent_id
         self.batch_size = batch_size
         self.device_id = device_id(self.store)
-        self.device_name = socket.gethostname()[:64]
+        self.device_name = device_name(self.store)
 
     def status(self) -> dict:
         """Outbox depth, last push time, last known remote version (no network)."""

@@ -3,7 +3,7 @@
 Every call is one HTTP request that opens a stream, runs its statements and closes the stream
 again, so no server-side state (baton) outlives a call and any call can be retried as a
 whole. Wire format: tursodatabase/libsql docs/HTTP_V2_SPEC.md; what sqld really does is noted
-in /work/shared/CLOUD-NOTES.md and sync/README.md.
+in sync/README.md ("What sqld really does").
 """
 
 from __future__ import annotations
@@ -184,9 +184,9 @@ def _result_set(r: _StmtResult) -> ResultSet:
 
 
 def _remote_error(message: str, code: str | None = None) -> RemoteError:
-    """A RemoteError with the server's error code as `.code` (e.g. SQLITE_CONSTRAINT)."""
+    """A RemoteError with the server's error code as `.server_code` (e.g. SQLITE_CONSTRAINT)."""
     err = RemoteError(message)
-    err.code = code  # type: ignore[attr-defined]
+    err.server_code = code
     return err
 
 
@@ -243,6 +243,13 @@ def _is_nearby(hostname: str) -> bool:
     except ValueError:
         return False
     return address.is_loopback or address.is_private or address.is_link_local
+
+
+def _plain_http_answer(exc: BaseException) -> bool:
+    """True when a TLS handshake failed because the server answered in plain HTTP."""
+    text = str(exc).upper()
+    return "WRONG_VERSION_NUMBER" in text or "HTTP_REQUEST" in text or \
+        "PACKET LENGTH TOO LONG" in text
 
 
 def _retry_after(header: str | None) -> float | None:
@@ -401,6 +408,14 @@ class HranaClient:
             self.bytes_sent += len(body)
         try:
             resp = self._http.post(self._endpoint.pipeline_url, content=body)
+        except httpx.ConnectError as e:
+            if _plain_http_answer(e) and self._endpoint.pipeline_url.startswith("https://"):
+                # A TLS hello answered in plain HTTP: a self-hosted sqld behind libsql://.
+                # Retrying cannot help, and "WRONG_VERSION_NUMBER" tells a user nothing.
+                raise ConfigError(
+                    f"the cloud at {self._endpoint.host} speaks plain HTTP, not TLS: use "
+                    f"http://{self._endpoint.host} or add ?tls=0 to the URL") from None
+            raise _Transient(f"{type(e).__name__}: {self._scrub(str(e)) or 'no detail'}") from None
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError,
                 httpx.ProxyError) as e:
             raise _Transient(f"{type(e).__name__}: {self._scrub(str(e)) or 'no detail'}") from None

@@ -120,6 +120,8 @@ class Remote(Protocol):
 
     def revoke(self, agent_id: str, device_id: str) -> bool: ...
 
+    def rename(self, agent_id: str, device_id: str, name: str) -> bool: ...
+
     def ping(self) -> float: ...
 
     def close(self) -> None: ...
@@ -500,6 +502,13 @@ class SqlRemote:
                                   (int(time.time()), agent_id, device_id))
         return result.affected_row_count > 0
 
+    def rename(self, agent_id: str, device_id: str, name: str) -> bool:
+        """Give a registered device a new name; False when no such device."""
+        self._ready()
+        result = self.sql.execute("UPDATE devices SET name = ? WHERE agent_id = ? AND "
+                                  "device_id = ?", (name, agent_id, device_id))
+        return result.affected_row_count > 0
+
     def ping(self) -> float:
         """Seconds for a bare `SELECT 1` round trip."""
         started = time.perf_counter()
@@ -523,18 +532,22 @@ def migrations_after(version: int) -> list[tuple[int, str, str]]:
 
 def open_remote(url: Optional[str], token: Optional[str], default_file: Path,
                 timeout: float = 10.0, retries: int = 4) -> SqlRemote:
-    """The Remote for a configured URL: libsql://, https://, http:// (Hrana), file:// or a
-    plain path (a local file), or `default_file` when nothing is configured."""
+    """The Remote for a configured URL: libsql://, https://, http:// (Hrana), file: or an
+    absolute or ./-relative path (a local file), or `default_file` when nothing is configured
+    (validate.cloud_target refuses anything else)."""
     if not url:
         from evoclaw_memory.cloud.sql import FileExecutor
         return SqlRemote(FileExecutor(default_file), label=f"file {default_file}")
-    if url.startswith(("libsql://", "https://", "http://", "wss://", "ws://")):
+    from evoclaw_memory.validate import cloud_target
+    try:
+        kind, target = cloud_target(url)
+    except ValidationError as exc:
+        raise ConfigError(str(exc)) from None
+    if kind == "network":
         from evoclaw_memory.cloud.hrana import HranaClient
-        client = HranaClient(url.replace("wss://", "https://").replace("ws://", "http://"),
-                             token, timeout=timeout, retries=retries)
+        client = HranaClient(target, token, timeout=timeout, retries=retries)
         return SqlRemote(client, label=client.base_url)
-    if url.startswith("file:"):
-        url = url[len("file://"):] if url.startswith("file://") else url[len("file:"):]
+    url = target
     path = Path(url).expanduser()
     if not path.parent.exists():
         raise ConfigError(f"cloud file folder {path.parent} does not exist")

@@ -86,9 +86,9 @@ def statement_failure(index: int, sql: str, message: str) -> str:
 
 
 def _remote_error(message: str, code: str | None) -> RemoteError:
-    """A RemoteError carrying the SQLite/server error code as `.code` for callers to branch on."""
+    """A RemoteError carrying the SQLite/server error code as `.server_code`."""
     err = RemoteError(message)
-    err.code = code  # type: ignore[attr-defined]
+    err.server_code = code
     return err
 
 

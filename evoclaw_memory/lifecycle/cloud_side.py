@@ -221,3 +221,18 @@ def adopt_remote_state(mem: "Memory", remote_state: Any) -> bool:
     ours = {n.path for n in store.tree_nodes()}
     theirs = {n.path for n in remote_state.tree}
     return not same_state(merged, remote_state.hot) or not ours <= theirs
+
+
+def rename_device(mem: "Memory", device: str, name: str, remote: Any = None) -> bool:
+    """Name a device. This device's name is also kept locally (it registers with it), so
+    it holds even before the first sync; another device must be registered already."""
+    from evoclaw_memory import validate
+    from evoclaw_memory.cloud.engine import KV_DEVICE_NAME, device_id
+    name = validate.device_name(name)
+    device = validate.text("device id", device, max_len=64)
+    own = device == device_id(mem.store)
+    if own:
+        with mem.store.transaction():
+            mem.store.set_setting(KV_DEVICE_NAME, name)
+    with remote_scope(mem, remote, secure=False) as scoped:
+        return scoped.rename(mem.agent_id, device, name) or own

@@ -24,8 +24,8 @@ PROFILE_VALUE_MAX_BYTES = 600  # one owner_profile value, serialized
 
 _ENTRY_FIELDS = {
     "lesson": {"id", "text", "category", "importance", "timestamp"},
-    "event": {"id", "text", "timestamp"},
-    "task": {"id", "text", "status", "timestamp"},
+    "event": {"id", "text", "timestamp", "when"},
+    "task": {"id", "text", "status", "timestamp", "when"},
     "project": {"id", "name", "status", "description", "timestamp"},
 }
 _encoder = msgspec.json.Encoder()
@@ -80,7 +80,7 @@ def _merge_identity(state: HotState, value: dict, now: float) -> None:
     try:
         state.identity = msgspec.convert(merged, Identity)
     except msgspec.ValidationError as exc:
-        raise ValidationError(f"identity: {exc}") from exc
+        raise ValidationError(f"identity: {validate.plain_error(exc)}") from None
     for field in value:
         state.clock[f"identity.{field}"] = now
 
@@ -114,8 +114,8 @@ def _check_entry(kind: str, value: dict) -> None:
             raise ValidationError(f"{kind} {field} is {len(value[field])} characters; the limit "
                                   f"is {ENTRY_TEXT_MAX}")
     validate.importance(value.get("importance", 0.5), f"{kind} importance")
-    if "timestamp" in value:
-        validate.timestamp(f"{kind} timestamp", value["timestamp"])
+    if "when" in value and "timestamp" in value:
+        raise ValidationError(f"a {kind} takes 'when' or 'timestamp', not both")
     if "id" in value:
         validate.text(f"{kind} id", value["id"], max_len=64)
     for field in ("category", "status"):
@@ -126,13 +126,18 @@ def _check_entry(kind: str, value: dict) -> None:
 def _add_entry(state: HotState, kind: str, value: dict, now: float,
                new_id: Callable[[], str]) -> None:
     _check_entry(kind, value)
+    value = dict(value)
+    # People write dates ("when": "2026-12-12 15:00"); the entry keeps epoch seconds.
+    for field in ("when", "timestamp"):
+        if field in value:
+            value["timestamp"] = validate.when(f"{kind} {field}", value.pop(field))
     value = {"timestamp": now, **value}
     value.setdefault("id", new_id())
     kinds = {"lesson": Lesson, "event": Event, "task": Task, "project": Project}
     try:
         entry = msgspec.convert(value, kinds[kind])
     except msgspec.ValidationError as exc:
-        raise ValidationError(f"{kind}: {exc}") from exc
+        raise ValidationError(f"{kind}: {validate.plain_error(exc)}") from None
     ctx = state.active_context
     if kind == "lesson":
         state.critical_lessons = _upsert(state.critical_lessons, entry)

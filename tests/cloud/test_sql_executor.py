@@ -127,7 +127,8 @@ def test_transaction_error_names_the_failing_statement(db):
         db.transaction([Stmt("INSERT INTO u VALUES ('x')"), Stmt("INSERT INTO u VALUES ('x')")])
     assert "statement 2" in str(info.value)
     assert "UNIQUE" in str(info.value) or "CONSTRAINT" in str(info.value)
-    assert info.value.code.startswith("SQLITE_CONSTRAINT")
+    assert info.value.server_code.startswith("SQLITE_CONSTRAINT")
+    assert info.value.code() == "remote"            # the --json error name still works
 
 
 def test_idempotent_statements_can_be_replayed(db):
