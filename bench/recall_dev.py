@@ -58,6 +58,42 @@ def _devset_store(home: Path, devset: dict, navigator=None):
     return mem, ours
 
 
+def devset_llm(path: Path, url: str, model: str) -> dict:
+    """The dev set with the LLM navigator on a real endpoint: recall, calls, tokens, latency."""
+    from evoclaw_memory.llm.client import LLMClient
+    from evoclaw_memory.llm.navigator import LLMNavigator
+    data = json.loads(path.read_text(encoding="utf-8"))
+    client = LLMClient(url, model, None, timeout=120)
+    nav = LLMNavigator(client)
+    by_type: dict[str, list[float]] = {}
+    used = valid = 0
+    latencies = []
+    with tempfile.TemporaryDirectory() as home:
+        mem, ours = _devset_store(Path(home), data, nav)
+        retriever = mem.retriever()
+        for q in data["queries"]:
+            t = time.perf_counter()
+            results = retriever.retrieve(q["query"], limit=5)
+            latencies.append(time.perf_counter() - t)
+            used += bool(nav.last and nav.last.used)
+            valid += bool(nav.last and nav.last.used and nav.last.paths)
+            if q["gold"]:
+                top = [ours[r.fact.id] for r in results]
+                r5 = len(set(q["gold"]) & set(top)) / len(q["gold"])
+                for key in (q["type"], "overall"):
+                    by_type.setdefault(key, []).append(r5)
+        mem.close()
+    n = len(data["queries"])
+    latencies.sort()
+    return {"model": model, "queries": n, "answer_used": used, "valid_paths": valid,
+            "calls": client.stats.calls, "errors": client.stats.errors,
+            "prompt_tokens_per_query": round(client.stats.prompt_tokens / n),
+            "completion_tokens_per_query": round(client.stats.completion_tokens / n),
+            "median_s": round(latencies[n // 2], 2), "p95_s": round(latencies[int(n * .95)], 2),
+            "format_mode": client.format_mode,
+            "recall5": {k: round(sum(v) / len(v), 3) for k, v in sorted(by_type.items())}}
+
+
 def devset(path: Path) -> dict:
     data = json.loads(path.read_text(encoding="utf-8"))
     category = {f["id"]: f["category"] for f in data["facts"]}
@@ -153,9 +189,17 @@ def main() -> None:
     ap.add_argument("--locomo", type=Path, default=SHARED / "locomo-dev")
     ap.add_argument("--skip-locomo", action="store_true")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--llm", help="OpenAI-compatible base URL: add the LLM navigator column")
+    ap.add_argument("--llm-model", default="smollm2-135m-instruct")
+    ap.add_argument("--only-llm", action="store_true")
     args = ap.parse_args()
-    result = {"devset": devset(args.devset)}
+    result = {} if args.only_llm else {"devset": devset(args.devset)}
     print(json.dumps(result, indent=1))
+    if args.llm:
+        result["devset_llm"] = devset_llm(args.devset, args.llm, args.llm_model)
+        print(json.dumps(result["devset_llm"], indent=1))
+        if args.only_llm:
+            args.skip_locomo = True
     if not args.skip_locomo:
         result["locomo_turns"] = locomo(args.locomo)
         print(json.dumps(result["locomo_turns"], indent=1))
