@@ -162,7 +162,9 @@ def navigation_schema(paths: list[str], limit: int = NAV_MAX_PATHS) -> dict:
     return {
         "type": "object",
         "properties": {
-            "paths": {"type": "array", "maxItems": limit, "items": path_schema},
+            # minItems 1: an empty list is what a tiny model falls into when unsure, and it
+            # says nothing ("nothing_relevant" is the way to say nothing is there).
+            "paths": {"type": "array", "minItems": 1, "maxItems": limit, "items": path_schema},
             # No maxLength: OpenAI's strict mode refuses it; parse_navigation cuts terms.
             "terms": {"type": "array", "maxItems": NAV_MAX_TERMS, "items": {"type": "string"}},
             "nothing_relevant": {"type": "boolean"},
