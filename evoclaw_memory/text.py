@@ -47,28 +47,55 @@ def cjk_bigrams(run: str) -> list[str]:
     return [run[i:i + 2] for i in range(len(run) - 1)]
 
 
+# Bumped whenever stem() or the tokenisation changes: stored index bodies and duplicate keys
+# were made by the old one and must be rebuilt (schema/local/0007_wording.sql does it).
+STEMMER_VERSION = 2
+
+_SUFFIXES = (("ies", "y"), ("ied", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("ly", ""),
+             ("s", ""))
+
+
 def stem(word: str) -> str:
-    """A light, deterministic English stemmer (plurals, -ing, -ed, -ly).
+    """A light, deterministic English stemmer (plurals, -ing, -ed, -ly, a silent final e,
+    -ic adjectives of -y nouns).
 
     Index and queries go through the same function, so consistency matters more than
-    linguistic accuracy; doing it here rather than with FTS5's porter tokenizer means the
-    terms in the fts5vocab table are exactly the ones a query produces.
+    linguistic accuracy: every inflection of a word must land on one stem (dance, dances,
+    danced, dancing -> danc; beach, beaches -> beach; allergy, allergies, allergic ->
+    allergy). Doing it here rather than with FTS5's porter tokenizer means the terms in the
+    fts5vocab table are exactly the ones a query produces.
     """
     if len(word) <= 3 or not word.isascii() or not word.isalpha():
         return word
-    for suffix, repl in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("ly", ""),
-                         ("s", "")):
+    base = word
+    for suffix, repl in _SUFFIXES:
         if word.endswith(suffix):
-            base = word[: -len(suffix)] + repl
             if suffix == "s" and word.endswith(("ss", "us", "is")):
                 return word
+            base = word[: -len(suffix)] + repl
+            if suffix == "ed" and base.endswith("e"):
+                if len(word) < 6:
+                    return word           # need, speed, seed: not a past tense
+                base += "e"               # agreed -> agree, like "agree" itself
             if len(base) < 3:
-                return word
-            if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2] \
-                    and base[-1] not in "lsz":
+                if suffix == "ed" and len(base) == 2:
+                    base += "e"           # used -> use, like "use" itself
+                else:
+                    return word
+            elif suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2] \
+                    and base[-1] not in "lszaeiou":
                 base = base[:-1]          # running -> runn -> run
-            return base
-    return word
+            if suffix == "s" and base.endswith(("sse", "xe", "che", "she", "zze")):
+                base = base[:-1]          # beaches -> beache -> beach, boxes -> box
+            break
+    if base.endswith("ic") and len(base) > 6:
+        base = base[:-2] + "y"            # allergic -> allergy, strategic -> strategy
+    if len(base) > 3 and base.endswith("e") and not base.endswith(("ee", "ye", "oe")):
+        base = base[:-1]                  # dance/dancing -> danc, hike/hiking -> hik
+    if base in STOPWORDS and base != word:
+        # A stem must not become a stopword (notes -> note -> "not" would vanish).
+        return base + "e" if word.startswith(base + "e") else word
+    return base
 
 
 def tokens(text: str) -> list[str]:
@@ -173,3 +200,46 @@ def collapse_spaces(text: str) -> str:
 
 
 STEMMED_STOPWORDS = STOPWORDS | frozenset(stem(w) for w in STOPWORDS)
+
+
+# -- aliases the memory itself states ------------------------------------------------------
+# "Chen Li (Lily)", "Chen Li (陈莉)", "Sarah, known as Sal", "my wife Sarah", "Sam's son Oscar":
+# a query naming one side should find facts naming the other. Found by a few cheap patterns at
+# write time (most texts match none: one regex search each) and kept as token strings.
+_NAME = r"[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2}"
+_PAREN = re.compile(rf"\b({_NAME})\s*[(（]\s*({_NAME}|[{_CJK}]{{2,6}})\s*[)）]")
+_KNOWN_AS = re.compile(rf"\b(?:called|goes by|known as|nicknamed|aka|a\.k\.a\.)\s+({_NAME})")
+_NAME_RE = re.compile(rf"\b{_NAME}")
+_PARENS = re.compile(r"[(（][^()（）]*[)）]")
+_ALIAS_GAP = re.compile(r"[\s,]*(?:(?:is|was|also|often|usually|sometimes|now)\s+)*")
+_RELATIONS = ("wife husband partner girlfriend boyfriend fiance fiancee son daughter kid child "
+              "baby mum mom mother dad father brother sister grandma grandpa grandmother "
+              "grandfather aunt uncle cousin niece nephew boss manager colleague friend "
+              "neighbour neighbor dog cat puppy pet doctor dentist vet").split()
+_RELATION = re.compile(rf"(?:\b(?:[Mm]y|[Oo]ur|{_NAME}'s)\s+|(?:^|(?<=[.;!?]\s)))"
+                       rf"((?i:{'|'.join(_RELATIONS)}))"
+                       rf"(?:,\s*|\s+(?:is\s+|called\s+|named\s+)?)({_NAME})\b")
+_ALIAS_HINT = re.compile(r"[(（]|called|goes by|known as|nicknamed|aka|a\.k\.a|"
+                         rf"\b(?:{'|'.join(_RELATIONS)})\b", re.IGNORECASE)
+MAX_ALIASES_PER_TEXT = 8
+
+
+def alias_pairs(text: str) -> list[tuple[str, str]]:
+    """(name, alias) pairs a text states, as search-token strings ("chen li", "lily")."""
+    if not _ALIAS_HINT.search(text):
+        return []                         # the common case: no pattern can match
+    out: dict[tuple[str, str], None] = {}
+    found = _PAREN.findall(text) + _RELATION.findall(text)
+    for m in _KNOWN_AS.finditer(text):
+        # The name a "called X" belongs to stands right before it ("Chen Li (陈莉), called
+        # Lily"), not anywhere in the clause ("Hannah walks a greyhound called Pixel").
+        before = text[max(0, m.start() - 60):m.start()]
+        names = [n for n in _NAME_RE.finditer(before) if n.group().lower() not in STOPWORDS]
+        if names and _ALIAS_GAP.fullmatch(_PARENS.sub("", before[names[-1].end():])):
+            found.append((names[-1].group(), m.group(1)))
+    for a, b in found:
+        ta, tb = " ".join(_tokens(a)), " ".join(_tokens(b))
+        if ta and tb and ta != tb and not set(ta.split()) <= STEMMED_STOPWORDS \
+                and not set(tb.split()) <= STEMMED_STOPWORDS:
+            out.setdefault((ta, tb), None)
+    return list(out)[:MAX_ALIASES_PER_TEXT]

@@ -73,8 +73,7 @@ def test_the_prompt_shows_the_tree_and_the_query_as_data(open_mem):
     prompt = fake.prompt()
     assert "<memory>" in prompt and "- home/pets — Dog and cat (1)" in prompt
     assert "<query>vet for the dog</query>" in prompt
-    enum = body["response_format"]["json_schema"]["schema"]["properties"]["paths"]["items"][
-        "properties"]["path"]["enum"]
+    enum = body["response_format"]["json_schema"]["schema"]["properties"]["paths"]["items"]["enum"]
     assert enum == ["health", "home", "home/pets", "work"]
 
 
@@ -114,8 +113,9 @@ def test_nothing_relevant_is_respected(open_mem):
     mem, fake = open_mem(pick(nothing=True))
     results = mem.retrieve("Biscuit vet")
     assert fake.calls == 1 and mem.navigator.last.used and mem.navigator.last.nothing_relevant
-    # No tree path was searched: what is found comes from full-text search, and says so.
-    assert results and {r.method for r in results} <= {"fts-warm", "cold"}
+    # SPEC §3.2: the LLM read the tree and the query and found nothing: the result is
+    # empty, although "Biscuit vet" shares words with a fact (no full-text fallback).
+    assert results == []
 
 
 def test_an_empty_tree_costs_no_call(home, clock):

@@ -82,8 +82,10 @@ def test_navigation_schema_constrains_paths_to_the_tree():
     schema = navigation_schema([n.path for n in TREE], limit=5)
     items = schema["properties"]["paths"]
     assert items["maxItems"] == 5
-    assert items["items"]["properties"]["path"]["enum"] == sorted(n.path for n in TREE)
-    assert set(schema["required"]) == {"paths", "nothing_relevant"}
+    assert items["items"]["enum"] == sorted(n.path for n in TREE)     # paths as an enum
+    assert set(schema["required"]) == {"paths", "terms", "nothing_relevant"}
+    terms = schema["properties"]["terms"]
+    assert terms["maxItems"] >= 3 and terms["items"] == {"type": "string"}
 
 
 def test_parse_navigation_keeps_existing_paths_best_first():

@@ -18,11 +18,12 @@ from evoclaw_memory.llm.client import LLMClient
 from evoclaw_memory.llm.prompts import (NAV_MAX_PATHS, navigation_messages, navigation_schema,
                           parse_navigation, prompt_tokens)
 from evoclaw_memory.models import PathChoice, TreeNode
+from evoclaw_memory.retrieval.navigators import Navigation
 
 log = logging.getLogger(__name__)
 
-# One short JSON object: 5 picks with a reason each fit easily.
-NAV_MAX_TOKENS = 320
+# One short JSON object: 5 paths and 6 short terms fit easily.
+NAV_MAX_TOKENS = 200
 
 
 class NavigationOutcome(msgspec.Struct):
@@ -31,6 +32,7 @@ class NavigationOutcome(msgspec.Struct):
     used: bool                        # the LLM's answer was used (even if it said "nothing")
     nothing_relevant: bool = False
     paths: list[str] = []
+    terms: list[str] = []             # search terms the answer added
     dropped: int = 0                  # picks naming no existing path
     prompt_tokens_estimate: int = 0
     error: Optional[str] = None
@@ -56,9 +58,14 @@ class LLMNavigator:
     def choose(self, query: str, nodes: list[TreeNode],
                limit: int = NAV_MAX_PATHS) -> list[PathChoice]:
         """Up to `limit` existing paths for `query`; LLMError asks for the keyword fallback."""
+        return self.navigate(query, nodes, limit).choices
+
+    def navigate(self, query: str, nodes: list[TreeNode],
+                 limit: int = NAV_MAX_PATHS) -> Navigation:
+        """The one call's whole answer: paths, search terms, or "nothing relevant"."""
         if not nodes:
             self.last = NavigationOutcome(used=False, error="empty tree")
-            return []                  # nothing to choose from: no call spent
+            return Navigation()        # nothing to choose from: no call spent
         limit = max(1, min(limit, NAV_MAX_PATHS))
         messages = navigation_messages(query, nodes, limit)
         estimate = prompt_tokens(messages)
@@ -86,5 +93,7 @@ class LLMNavigator:
             raise LLMError("the LLM named no existing tree path")
         self.last = NavigationOutcome(used=True, nothing_relevant=answer.nothing_relevant,
                                       paths=[c.path for c in answer.choices],
-                                      dropped=answer.dropped, prompt_tokens_estimate=estimate)
-        return answer.choices
+                                      terms=list(answer.terms), dropped=answer.dropped,
+                                      prompt_tokens_estimate=estimate)
+        return Navigation(choices=answer.choices, terms=list(answer.terms),
+                          nothing_relevant=answer.nothing_relevant)

@@ -21,20 +21,23 @@ Results found under a chosen path carry the navigator's method and that path; th
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 import weakref
-from typing import Optional, Protocol
+from typing import Optional
 
 from evoclaw_memory.errors import EvoclawError
 from evoclaw_memory.limits import TIER_HOT
 from evoclaw_memory.models import PathChoice, RetrievalResult, TreeNode
+from evoclaw_memory.retrieval.navigators import (KeywordNavigator, Navigation, TreeNavigator,
+                                                 navigate, path_terms)
+from evoclaw_memory.retrieval.wording import (MAX_EXTRA_TERMS, alias_alternatives, name_ngrams,
+                                              navigator_terms, yield_to_updates)
 from evoclaw_memory.tiers.scoring import score
 from evoclaw_memory.store.local import LocalStore, fact_from_row
-from evoclaw_memory.text import (STEMMED_STOPWORDS, category_tokens, fts_match_expression, fts_phrase,
-                   is_cjk, query_terms, tokens)
-from evoclaw_memory.tiers.tree import subtree_counts
+from evoclaw_memory.text import fts_match_expression, fts_phrase, is_cjk, query_terms
+
+__all__ = ["KeywordNavigator", "Navigation", "Retriever", "TreeNavigator"]
 
 DEFAULT_MIN_RELEVANCE = 0.1   # IDF-weighted share of the query's words a result must hold
 RANK_BUDGET = 1_000           # rows the index may bm25-rank in one query (bounds latency)
@@ -43,61 +46,19 @@ CACHE_COUNT = 200             # counts from this up are cached between queries
 CANDIDATES = 48               # best bm25 matches on the rarer words
 RECENT_CANDIDATES = 24        # newest facts holding a rarer and a common word
 PATH_CANDIDATES = 12          # newest matches under each path a non-keyword navigator chose
+PATH_FACTS = 8                # newest facts of each (tier, category) under such a path
+PATH_CATEGORIES = 4           # categories of each chosen path's subtree read that way
+PATH_PRIOR = 4              # bm25-like credit of being under a path a navigator chose
+PATH_RELEVANCE = 0.5          # × path relevance: the relevance such a fact has at least
 TREE_BOOST = 0.2              # × path relevance: a fact under a chosen path ranks higher
+UNKNOWN_WEIGHT = 0.6          # share of its weight a query word no fact holds still counts
+ALIAS_CREDIT = 0.8            # a stated alias of a query word counts this much of the word
+TERM_CREDIT = 0.5             # a navigator's search term counts this much of a query word
 BM25_K1, BM25_B = 1.2, 0.75   # FTS5's own constants
-UPDATE_SIMILARITY = 0.3       # share of content words a newer fact shares with one it updates
-UPDATE_MARGIN = 1.6           # ... and an older fact scoring up to this much more still yields
 UPDATE_POOL = 20              # how many of the best candidates are compared for updates
 DF_REFRESH = 0.05             # cached counts of common words are kept until the index grows 5%
 
-
-class TreeNavigator(Protocol):
-    """Chooses the category paths worth searching for a query."""
-
-    method: str          # how results found through it are labelled, e.g. "keyword-tree"
-
-    def choose(self, query: str, nodes: list[TreeNode], limit: int = 5) -> list[PathChoice]:
-        """Up to `limit` existing paths, most relevant first. May raise to ask for fallback."""
-        ...
-
-
-@functools.lru_cache(maxsize=2048)
-def _path_terms(path: str, description: str = "") -> frozenset[str]:
-    """Search tokens of a tree path's segments (and description); cached: trees change rarely."""
-    return frozenset(category_tokens(path)) | frozenset(tokens(description))
-
-
-class KeywordNavigator:
-    """Deterministic tree search: query words against path segments and descriptions."""
-
-    method = "keyword-tree"
-
-    def __init__(self, now: Optional[float] = None):
-        self._now = now
-
-    def choose(self, query: str, nodes: list[TreeNode], limit: int = 5) -> list[PathChoice]:
-        terms = set(query_terms(query))
-        if not terms or not nodes:
-            return []
-        matched = [(node, terms & _path_terms(node.path, node.description)) for node in nodes]
-        matched = [(node, hits) for node, hits in matched if hits]
-        if not matched:
-            return []
-        now = self._now or time.time()
-        totals = subtree_counts(nodes)
-        biggest = max((w + c for w, c in totals.values()), default=0) or 1
-        choices = []
-        for node, hits in matched:
-            overlap = len(hits) / len(terms)
-            w, c = totals[node.path]
-            size_boost = 0.1 * math.log1p(w + c) / math.log1p(biggest)
-            idle_days = max(0.0, (now - node.last_access) / 86_400)
-            recency_boost = 0.05 * math.exp(-idle_days / 30)
-            relevance = min(1.0, overlap * 0.85 + size_boost + recency_boost)
-            choices.append(PathChoice(path=node.path, relevance=round(relevance, 3),
-                                      reason="matches " + ", ".join(sorted(hits))))
-        choices.sort(key=lambda c: (-c.relevance, c.path.count("/") * -1, c.path))
-        return choices[:limit]
+_path_terms = path_terms      # the old private name, kept for callers and tests
 
 
 class _Corpus:
@@ -126,6 +87,18 @@ class _Candidate:
         self.choice: Optional[PathChoice] = None
 
 
+class _Query:
+    """A query's words and what may stand in for them."""
+
+    def __init__(self, terms: list[str], alternatives: dict[str, list[tuple[str, ...]]],
+                 extra: list[str]):
+        self.terms = terms                        # the query's own words
+        self.alternatives = alternatives          # word -> stated aliases (token tuples)
+        self.extra = extra                        # a navigator's search terms
+        alias_words = {t for phrases in alternatives.values() for p in phrases for t in p}
+        self.searched = list(dict.fromkeys([*terms, *sorted(alias_words), *extra]))
+
+
 class Retriever:
     """Runs the retrieval pipeline over one LocalStore."""
 
@@ -141,12 +114,16 @@ class Retriever:
 
     def navigate(self, query: str, nodes: list[TreeNode]) -> tuple[str, list[PathChoice]]:
         """(method, paths) from the navigator, or from the fallback when it fails."""
+        method, nav = self._navigate(query, nodes)
+        return method, nav.choices
+
+    def _navigate(self, query: str, nodes: list[TreeNode]) -> tuple[str, Navigation]:
         if self.navigator is not self.fallback:
             try:
-                return self.navigator.method, self.navigator.choose(query, nodes)
+                return self.navigator.method, navigate(self.navigator, query, nodes)
             except EvoclawError:
                 pass
-        return self.fallback.method, self.fallback.choose(query, nodes)
+        return self.fallback.method, Navigation(choices=self.fallback.choose(query, nodes))
 
     def retrieve(self, query: str, limit: int = 5, now: Optional[float] = None) -> list[RetrievalResult]:
         """Ranked results for `query`, best first (does not reinforce: the caller does)."""
@@ -154,20 +131,28 @@ class Retriever:
         terms = query_terms(query)
         if not terms:
             return []
+        nodes = self.store.tree_nodes()
+        method, nav = self._navigate(query, nodes)
+        if nav.nothing_relevant:
+            return []                       # the navigator read the tree: nothing there
+        understood = method != self.fallback.method
+        choices = nav.choices
+        q = _Query(terms, alias_alternatives(self.store.aliases_of(name_ngrams(query)), terms),
+                   navigator_terms(nav.terms, terms)[:MAX_EXTRA_TERMS])
         rows, avg_len = self.store.corpus_stats()
-        df = self._frequencies(terms, rows)
-        known = sorted((t for t in terms if df.get(t)), key=lambda t: (df[t], t))
-        if not known:
+        df = self._frequencies(q.searched, rows)
+        known = sorted((t for t in q.searched if df.get(t)), key=lambda t: (df[t], t))
+        if not known and not (understood and choices):
             return []                       # no query word is in any fact: nothing to find
-        method, choices = self.navigate(query, self.store.tree_nodes())
-        rowids = self._candidate_rowids(known, df, choices, method)
+        rowids = self._candidate_rowids(known, df, choices if understood else [], nodes)
         if not rowids:
             return []
         candidates = [_Candidate(r) for r in self.store.live_rows_with_bodies(rowids)]
-        self._score(candidates, terms, df, rows, avg_len, choices, now)
+        self._score(candidates, q, df, rows, avg_len, choices, understood, now)
         candidates = [c for c in candidates if c.relevance >= self.min_relevance]
         candidates.sort(key=_order)
-        _yield_to_updates(candidates[:UPDATE_POOL])
+        yield_to_updates(candidates[:UPDATE_POOL], set(q.searched),
+                         {c.category: path_terms(c.category) for c in candidates[:UPDATE_POOL]})
         candidates.sort(key=_order)
         results = []
         for c in candidates[:limit]:
@@ -203,8 +188,8 @@ class Retriever:
         return df
 
     def _candidate_rowids(self, known: list[str], df: dict[str, int],
-                          choices: list[PathChoice], method: str) -> list[int]:
-        """Rowids worth scoring, from a few full-text queries of bounded cost."""
+                          choices: list[PathChoice], nodes: list[TreeNode]) -> list[int]:
+        """Rowids worth scoring, from a few queries of bounded cost."""
         rare, total = [], 0
         for term in known:                  # rarest first
             if total + df[term] > RANK_BUDGET:
@@ -220,90 +205,110 @@ class Retriever:
             if common:
                 found.update(dict.fromkeys(search(f"({_any(rare)}) AND ({_any(common)})",
                                                   order="recent", limit=RECENT_CANDIDATES)))
-        else:
+        elif common:
             # Only common words: the newest facts holding all of them (or, failing that,
             # the rarest ones) form the pool; scoring then prefers the best of them.
             found.update(dict.fromkeys(search(_all(common), order="recent", limit=CANDIDATES)))
             if len(found) < RECENT_CANDIDATES and len(common) > 1:
                 found.update(dict.fromkeys(search(_any(common[:2]), order="recent",
                                                   limit=CANDIDATES)))
-        if choices and method != self.fallback.method:
-            # A navigator that understands the query may pick a path whose facts share few
-            # of its words: look there too (the keyword navigator only picks paths whose
-            # words the query holds, which the searches above already cover).
+        if choices:
+            # A navigator that understands the query may pick a path whose facts share none
+            # of its words ("satay" -> health/allergies -> "allergic to peanuts"): the
+            # chosen categories are a source of candidates (SPEC §3.2), read newest first
+            # through the (tier, category) index so the cost does not grow with the store,
+            # plus the newest word matches anywhere under the path (older ones that share a
+            # word with the query). The keyword navigator only picks paths whose words the
+            # query holds, which the searches above already cover.
+            categories = _subtree_categories(choices, nodes)
+            found.update(dict.fromkeys(self.store.newest_in_categories(categories, PATH_FACTS)))
             for choice in choices:
-                words = sorted(_path_terms(choice.path))
-                if words:
+                words = sorted(path_terms(choice.path))
+                if words and known:
                     found.update(dict.fromkeys(search(f"{_all(words)} AND ({_any(known)})",
                                                       order="recent", limit=PATH_CANDIDATES)))
         return list(found)
 
-    def _score(self, candidates: list[_Candidate], terms: list[str], df: dict[str, int],
-               rows: int, avg_len: float, choices: list[PathChoice], now: float) -> None:
+    def _score(self, candidates: list[_Candidate], q: _Query, df: dict[str, int],
+               rows: int, avg_len: float, choices: list[PathChoice], understood: bool,
+               now: float) -> None:
         """Set each candidate's relevance (0..1), rank and chosen path."""
         n = max(rows, 1)
         # Lucene's BM25 idf: like FTS5's, but never zero or negative, so a word held by half of
         # a young agent's few facts still counts a little.
-        idf = {t: math.log(1 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
-        weight = {t: 0.0 if not df.get(t) and is_cjk(t) else math.log(1 + n / (1 + df.get(t, 0)))
-                  for t in terms}
-        # A CJK bigram no fact holds is almost always one that straddles two words: it says
-        # nothing about whether the memory knows the answer, so it does not count.
-        total_weight = sum(weight.values()) or 1.0
+        idf = {t: math.log(1 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
+               for t in q.searched}
+        weight = {t: _weight(t, df.get(t, 0), n) for t in q.searched}
+        total_weight = sum(weight[t] for t in q.terms) or 1.0
+        alternatives, extra = q.alternatives, q.extra
         k1, b, avg = BM25_K1, BM25_B, max(avg_len, 1.0)
         for c in candidates:
             body = c.body
             norm = k1 * (1 - b + b * len(body) / avg)
             bm25 = held = 0.0
-            for t in terms:
+            for t in q.terms:
                 tf = body.count(t)
                 if tf:
                     bm25 += idf[t] * tf * (k1 + 1) / (tf + norm)
                     held += weight[t]
-            c.relevance = held / total_weight
+                elif t in alternatives:
+                    # A stated alias stands for the word ("Lily" for "Chen Li"): credited
+                    # at the rarer of the two weights, a little below the word itself.
+                    phrase = next((p for p in alternatives[t] if all(w in body for w in p)), None)
+                    if phrase is not None:
+                        a_idf = min(idf[t], min(idf[w] for w in phrase))
+                        bm25 += ALIAS_CREDIT * a_idf * (k1 + 1) / (1 + norm)
+                        held += ALIAS_CREDIT * weight[t]
+            for t in extra:
+                tf = body.count(t)
+                if tf:
+                    bm25 += TERM_CREDIT * idf[t] * tf * (k1 + 1) / (tf + norm)
+                    held += TERM_CREDIT * weight[t]
+            c.relevance = min(1.0, held / total_weight)
             row = c.row
             value = score(row[4], row[5], row[7], now, self.decay_days, self.access_boost)
-            rank = bm25 * (0.6 + 0.4 * min(1.0, value / TIER_HOT))
             c.choice = next((ch for ch in choices if c.category == ch.path
                              or c.category.startswith(ch.path + "/")), None)
             if c.choice is not None:
-                rank *= 1 + TREE_BOOST * max(0.0, min(1.0, c.choice.relevance))
-            c.rank = rank
+                path_relevance = max(0.0, min(1.0, c.choice.relevance))
+                if understood:
+                    # Being under a path the navigator chose is evidence by itself, worth
+                    # about one telling word; the facts there compete on words and score.
+                    bm25 += PATH_PRIOR * path_relevance
+                    c.relevance = max(c.relevance, PATH_RELEVANCE * path_relevance)
+                bm25 *= 1 + TREE_BOOST * path_relevance
+            c.rank = bm25 * (0.6 + 0.4 * min(1.0, value / TIER_HOT))
+
+
+def _weight(term: str, df: int, n: int) -> float:
+    """How much a query word counts towards relevance (its IDF; less when no fact holds it)."""
+    if df:
+        return math.log(1 + n / (1 + df))
+    if is_cjk(term):
+        # A CJK bigram no fact holds is almost always one that straddles two words: it says
+        # nothing about whether the memory knows the answer, so it does not count.
+        return 0.0
+    # A word found nowhere ("satay") is the rarest of all, and counted in full it would sink
+    # every fact below the threshold; it counts a little, so a query whose other words are
+    # all weak still returns nothing.
+    return UNKNOWN_WEIGHT * math.log(1 + n)
+
+
+def _subtree_categories(choices: list[PathChoice], nodes: list[TreeNode]) -> list[str]:
+    """The categories to read under each chosen path: itself, then its biggest descendants."""
+    sizes = {node.path: node.warm_count + node.cold_count for node in nodes}
+    out: dict[str, None] = {}
+    for choice in choices:
+        below = sorted((p for p in sizes if p.startswith(choice.path + "/") and sizes[p]),
+                       key=lambda p: (-sizes[p], p))
+        for path in [choice.path, *below][:PATH_CATEGORIES]:
+            out.setdefault(path, None)
+    return list(out)
 
 
 def _order(c: _Candidate) -> tuple:
     """Best rank first; on a tie the newer fact, then the later-stored one."""
     return (-c.rank, -c.created_at, -c.row[0])
-
-
-def _yield_to_updates(pool: list[_Candidate]) -> None:
-    """Put an older fact just below a newer, similar one in the same category.
-
-    Agents write updates as new facts ("Biscuit now gets 100 g", "the dentist is now Dr
-    Okafor") and old facts are not always marked superseded; the two share most of their
-    words, so on words alone the older one often wins. When a newer fact in the same
-    category shares at least UPDATE_SIMILARITY of the content words of the shorter one and
-    the older fact does not beat it by more than UPDATE_MARGIN, the newer one goes first.
-    """
-    by_category: dict[str, list[_Candidate]] = {}
-    for c in pool:
-        by_category.setdefault(c.category, []).append(c)
-    for group in by_category.values():
-        if len(group) < 2:
-            continue
-        group.sort(key=lambda c: c.created_at)
-        content = [frozenset(c.body) - _path_terms(c.category) - STEMMED_STOPWORDS
-                   for c in group]
-        for i in reversed(range(len(group) - 1)):     # newest first: chains keep their order
-            old = group[i]
-            for j in range(i + 1, len(group)):
-                new = group[j]
-                if (new.created_at <= old.created_at
-                        or not new.rank <= old.rank <= UPDATE_MARGIN * new.rank):
-                    continue
-                a, b = content[i], content[j]
-                if a and b and len(a & b) >= UPDATE_SIMILARITY * min(len(a), len(b)):
-                    old.rank = new.rank * 0.99
 
 
 _any = fts_match_expression

@@ -11,7 +11,7 @@ import msgspec
 from evoclaw_memory.errors import StoreError
 from evoclaw_memory.models import Fact
 from evoclaw_memory.store.rows import FACT_COLUMNS, encoder, fact_from_row
-from evoclaw_memory.text import fts_phrase
+from evoclaw_memory.text import alias_pairs, fts_phrase
 
 _DEFERRED_INDEXES = "store.deferred_indexes"     # kv: index definitions dropped for a bulk load
 # New facts' full-text entries are indexed this many at a time (see fts_pending).
@@ -73,7 +73,49 @@ class FullTextMixin:
                 (start, start + len(rows) - 1))}
             bodies = [b for b in bodies if b[0] in landed]
         self.conn.executemany("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)", bodies)
+        landed_ids = {b[0] for b in bodies}
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO aliases (name, alias, fact_rowid) VALUES (?, ?, ?)",
+            [(a, b, start + i) for i, (values, _) in enumerate(rows) if start + i in landed_ids
+             for a, b in alias_pairs(values[1])])
         return inserted
+
+    def newest_in_categories(self, categories: list[str], per_category: int) -> list[int]:
+        """Rowids of the newest live facts filed exactly at each category, in each tier.
+
+        Each (tier, category) is a backwards walk of the facts_tier_category index that
+        stops after `per_category` live rows, whatever the store's size."""
+        out: list[int] = []
+        for category in categories:
+            for tier in ("warm", "cold"):
+                out += [r[0] for r in self.conn.execute(
+                    "SELECT rowid FROM facts WHERE tier = ? AND category = ? "
+                    "AND superseded_by IS NULL ORDER BY rowid DESC LIMIT ?",
+                    (tier, category, per_category))]
+        return out
+
+    def add_aliases(self, rowid: Optional[int], text: str) -> None:
+        """Keep the aliases `text` states ("Chen Li (Lily)") for query expansion."""
+        pairs = alias_pairs(text)
+        if pairs and rowid is not None:
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO aliases (name, alias, fact_rowid) VALUES (?, ?, ?)",
+                [(a, b, rowid) for a, b in pairs])
+
+    def aliases_of(self, names: list[str]) -> dict[str, list[str]]:
+        """name -> the other names live facts give it (both directions), for token strings."""
+        if not names:
+            return {}
+        marks = ",".join("?" * len(names))
+        out: dict[str, list[str]] = {}
+        for name, other in self.conn.execute(
+                f"SELECT a.name, a.alias FROM aliases a JOIN facts f ON f.rowid = a.fact_rowid "
+                f"WHERE a.name IN ({marks}) AND f.superseded_by IS NULL "
+                f"UNION SELECT a.alias, a.name FROM aliases a JOIN facts f "
+                f"ON f.rowid = a.fact_rowid WHERE a.alias IN ({marks}) "
+                f"AND f.superseded_by IS NULL LIMIT 64", names + names):
+            out.setdefault(name, []).append(other)
+        return out
 
     @contextlib.contextmanager
     def indexes_deferred(self) -> Iterator[None]:

@@ -107,6 +107,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
              fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size))
         self.conn.execute("INSERT INTO fts_pending (fact_rowid, body) VALUES (?, ?)",
                           (cur.lastrowid, body))
+        self.add_aliases(cur.lastrowid, fact.text)
         if self.conn.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FULLTEXT_BATCH:
             self.flush_fulltext()
     @staticmethod

@@ -11,8 +11,11 @@ import sqlite3
 import time
 from importlib import resources
 
+import msgspec
+
 from evoclaw_memory.errors import StoreError
-from evoclaw_memory.text import key_digest
+from evoclaw_memory.models import Metadata
+from evoclaw_memory.text import alias_pairs, key_and_body, key_digest, normalized_key
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql\Z")
 
@@ -37,6 +40,11 @@ def apply_local(conn: sqlite3.Connection) -> int:
     """Bring a device database up to date; returns its version. Raises StoreError if newer."""
     # SQL functions the migration files may call (deterministic, so indexes could use them).
     conn.create_function("evoclaw_key_digest", 1, key_digest, deterministic=True)
+    conn.create_function("evoclaw_normalized_key", 1, normalized_key, deterministic=True)
+    conn.create_function("evoclaw_index_body", 3, _index_body, deterministic=True)
+    conn.create_function("evoclaw_alias_pairs", 1,
+                         lambda text: msgspec.json.encode(alias_pairs(text or "")).decode(),
+                         deterministic=True)
     conn.execute("CREATE TABLE IF NOT EXISTS schema_version "
                  "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
     current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
@@ -57,3 +65,13 @@ def apply_local(conn: sqlite3.Connection) -> int:
             raise StoreError(f"migration {name} failed: {exc}") from exc
         current = version
     return current
+
+
+def _index_body(text: str, category: str, metadata: str) -> str:
+    """A stored fact's full-text body, as tree_keeper.index_body makes it for a new fact."""
+    try:
+        meta = msgspec.json.decode(metadata or "{}", type=Metadata)
+    except msgspec.MsgspecError:
+        meta = Metadata()         # an unreadable metadata column still gets its text indexed
+    extra = "" if meta.is_empty() else " ".join(meta.urls + meta.commands + meta.paths)
+    return key_and_body(text or "", category or "", extra)[1]
