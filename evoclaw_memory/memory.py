@@ -66,6 +66,7 @@ class Memory:
         self.distill_llm: Optional[bool] = None   # what distill(llm=None) does (None: auto)
         self.trees = TreeKeeper(store, clock)     # the tree, kept true to the facts
         self.facts = WarmKeeper(store, config, self.trees)   # inserts, eviction, archive
+        self._remote: Any = None     # the cloud remote, opened at first use (cloud_side)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -99,6 +100,9 @@ class Memory:
         return memory
 
     def close(self) -> None:
+        if self._remote is not None:
+            self._remote, remote = None, self._remote
+            remote.close()
         if self.llm is not None and self._owns_llm:
             self.llm.close()
         self.store.close()

@@ -116,14 +116,13 @@ def push(mem: "Memory", remote=None) -> dict[str, Any]:
 
     DeviceRevoked propagates: the device has just wiped itself and must stop."""
     from evoclaw_memory.errors import DeviceRevoked, EvoclawError, Unavailable
-    owned = remote is None
+    from evoclaw_memory.lifecycle.cloud_side import held_remote, retries
     try:
-        if owned:
-            from evoclaw_memory.cloud.remote import open_remote
-            remote = open_remote(mem.config.cloud_url, mem.config.cloud_token,
-                                 Path(mem.config.home) / "cloud.db",
-                                 timeout=PUSH_TIMEOUT, retries=PUSH_RETRIES)
-        report = mem.sync(remote=remote)
+        # The memory's held remote: its connection and the verified schema carry over, so
+        # a post-conversation push is ONE request.
+        remote = remote if remote is not None else held_remote(mem)
+        with retries(remote, PUSH_RETRIES):
+            report = mem.sync(remote=remote)
     except DeviceRevoked:
         raise
     except Unavailable as exc:
@@ -131,9 +130,6 @@ def push(mem: "Memory", remote=None) -> dict[str, Any]:
     except EvoclawError as exc:
         return {"status": "failed", "detail": str(exc), "error": type(exc).__name__,
                 "outbox_depth": mem.store.outbox_depth()}
-    finally:
-        if owned and remote is not None:
-            remote.close()
     return {"status": "pushed", "detail": "", "report": report,
             "outbox_depth": report.outbox_depth}
 
