@@ -300,9 +300,9 @@ class HranaClient:
         # never replayed to another host.
         # A plain-HTTP URL needs no SSL context: httpx would build one anyway and load the CA
         # bundle (~20 ms, most of a post-conversation sync). https:// keeps full verification.
-        tls_off = {"verify": False} if self._endpoint.pipeline_url.startswith("http://") else {}
+        verify = not self._endpoint.pipeline_url.startswith("http://")
         self._http = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout),
-                                  transport=transport, follow_redirects=False, **tls_off)
+                                  transport=transport, follow_redirects=False, verify=verify)
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
