@@ -10,9 +10,7 @@ and its audit row; nothing but the cloud methods touches the network.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Union
@@ -557,6 +555,7 @@ class Memory:
 
 
 def _check_input_size(messages: Union[str, list]) -> None:
+    import json
     size = len(messages.encode()) if isinstance(messages, str) else len(
         json.dumps(messages, ensure_ascii=False, default=str).encode())
     if size > INPUT_MAX_BYTES:
@@ -575,6 +574,7 @@ def _read_text(path: Path) -> str:
 
 def _write_private(path: Path, text: str) -> None:
     """Write a file atomically with mode 0600 (folder 0700 when created)."""
+    import tempfile
     private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:

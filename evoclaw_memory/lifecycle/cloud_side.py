@@ -112,10 +112,28 @@ def secure_remote(mem: "Memory", remote: Any, passphrase: Optional[str] = None,
 
 @contextlib.contextmanager
 def remote_scope(mem: "Memory", remote: Any = None, secure: bool = True) -> Iterator[Any]:
-    """The given remote, or this memory's held one (see held_remote)."""
-    if remote is None:
-        remote = held_remote(mem)
-    yield mem.secure_remote(remote) if secure else remote
+    """The given remote, or the configured one: a network cloud's held remote (see
+    held_remote), a file opened and closed around the block."""
+    if remote is not None:
+        yield mem.secure_remote(remote) if secure else remote
+        return
+    with scoped_remote(mem) as opened:
+        yield mem.secure_remote(opened) if secure else opened
+
+
+@contextlib.contextmanager
+def scoped_remote(mem: "Memory") -> Iterator[Any]:
+    """The configured remote, unsecured: held for a network cloud (one HTTP client and
+    connection for the memory's life); a file is opened for the block only (no lock or
+    WAL of the cloud file is kept between calls)."""
+    if mem.config.cloud_is_network:
+        yield held_remote(mem)
+        return
+    opened = configured_remote(mem)
+    try:
+        yield opened
+    finally:
+        opened.close()
 
 
 def refresh_keys(mem: "Memory", remote: Any) -> None:

@@ -12,6 +12,7 @@ that cannot reach the cloud leaves the work in the outbox for the next sync.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -116,12 +117,14 @@ def push(mem: "Memory", remote=None) -> dict[str, Any]:
 
     DeviceRevoked propagates: the device has just wiped itself and must stop."""
     from evoclaw_memory.errors import DeviceRevoked, EvoclawError, Unavailable
-    from evoclaw_memory.lifecycle.cloud_side import held_remote, retries
+    from evoclaw_memory.lifecycle.cloud_side import retries, scoped_remote
     try:
-        # The memory's held remote: its connection and the verified schema carry over, so
-        # a post-conversation push is ONE request.
-        remote = remote if remote is not None else held_remote(mem)
-        with retries(remote, PUSH_RETRIES):
+        # A network cloud's held remote: its connection and the verified schema carry over,
+        # so a post-conversation push is ONE request.
+        with contextlib.ExitStack() as stack:
+            if remote is None:
+                remote = stack.enter_context(scoped_remote(mem))
+            stack.enter_context(retries(remote, PUSH_RETRIES))
             report = mem.sync(remote=remote)
     except DeviceRevoked:
         raise
