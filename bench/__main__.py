@@ -21,7 +21,8 @@ import time
 
 from .util import RESULTS, ROOT, AreaResult, Workspace, log, render_area, table, write_json
 
-AREAS = ["retrieval", "write", "sync", "restore", "offline", "footprint", "context", "quality"]
+AREAS = ["retrieval", "write", "sync", "restore", "offline", "footprint", "context", "quality",
+         "load"]
 
 
 def _meta(quick: bool, areas: list[str]) -> dict:
