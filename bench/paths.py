@@ -107,7 +107,7 @@ def _one_transport(ws: Workspace, cloud: Cloud, res: AreaResult, proxy: Counting
         data[name]["connections"].append(c1 - c0)
         return out
 
-    for i in range(rounds):
+    for _round in range(rounds):
         for _ in range(3):
             t = time.perf_counter()
             ping.execute("SELECT 1")
