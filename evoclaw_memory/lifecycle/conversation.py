@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 # rhythm on an always-on device.
 QUICK_CONSOLIDATION_EVERY = 4 * 3600.0
 # End-of-conversation pushes give up fast: the agent is waiting, and the outbox keeps the
-# work for the next sync (the service retries with backoff).
-PUSH_TIMEOUT = 10.0
+# work for the next sync (the service retries with backoff). The held client's timeout is
+# open_remote's 10 s.
 PUSH_RETRIES = 1
 
 
