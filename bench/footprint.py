@@ -91,6 +91,52 @@ def installed_sizes() -> dict[str, int]:
     return sizes
 
 
+PER_TURN_TARGET = 0.035
+
+
+def _per_turn(res: AreaResult, exe: str, env: dict, runs: int, queries: list[str]) -> None:
+    """The commands an agent runs every turn (store, retrieve, context, hot) as fresh
+    processes, alternating with `python -c pass` round by round; wall and CPU medians.
+    Byte-code is compiled first: this machine sets PYTHONDONTWRITEBYTECODE=1, and a user's
+    pip install compiles it."""
+    import compileall
+    import resource
+    import statistics
+
+    import evoclaw_memory
+    log("footprint: per-turn commands")
+    compileall.compile_dir(str(Path(evoclaw_memory.__file__).parent), quiet=1)
+    base = [exe, "--agent-id", AGENT]
+    cmds = {"python -c pass": lambda i: [sys.executable, "-c", "pass"],
+            "store": lambda i: base + ["store", "--text", f"turn {i}: the owner asked about "
+                                       "the garden hose", "--category", "home/maintenance"],
+            "retrieve": lambda i: base + ["retrieve", queries[i % len(queries)]],
+            "context": lambda i: base + ["context", queries[i % len(queries)]],
+            "hot": lambda i: base + ["hot"]}
+    wall: dict[str, list[float]] = {k: [] for k in cmds}
+    cpu: dict[str, list[float]] = {k: [] for k in cmds}
+    for i in range(runs + 3):
+        for name, make in cmds.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            elapsed, _ = run_timed(make(i), env)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if i >= 3:
+                wall[name].append(elapsed)
+                cpu[name].append(after.ru_utime + after.ru_stime
+                                 - before.ru_utime - before.ru_stime)
+    floor_wall = statistics.median(wall["python -c pass"])
+    floor_cpu = statistics.median(cpu["python -c pass"])
+    res.data["per_turn"] = {k: {"wall": stats(wall[k]), "cpu_median": statistics.median(cpu[k])}
+                            for k in cmds}
+    for name in ("store", "retrieve", "context", "hot"):
+        over = statistics.median(wall[name]) - floor_wall
+        over_cpu = statistics.median(cpu[name]) - floor_cpu
+        res.add(f"CLI `{name}` median − `python -c pass` median (wall; CPU)",
+                f"{over * 1000:+.0f} ms; CPU {over_cpu * 1000:+.0f} ms",
+                f"`{name}` {statistics.median(wall[name]) * 1000:.0f} ms, `python -c pass` "
+                f"{floor_wall * 1000:.0f} ms", "<= 35 ms", verdict(over <= PER_TURN_TARGET))
+
+
 def run(ws: Workspace) -> AreaResult:
     res = AreaResult("footprint", TITLE)
     runs = 20 if ws.quick else 60
@@ -109,6 +155,8 @@ def run(ws: Workspace) -> AreaResult:
             "< 250 ms", verdict(hp["p95"] < STARTUP_TARGET))
     res.add("`evoclaw-memory retrieve QUERY` @100k p50 / p95", p50_p95(rt),
             f"`python -c pass` {p50_p95(fl)}", "< 250 ms", verdict(rt["p95"] < STARTUP_TARGET))
+
+    _per_turn(res, exe, env, runs, queries)
 
     log("footprint: peak RSS")
     rss = [peak_rss_kb([exe, "--agent-id", AGENT, "retrieve", q], env) for q in queries[:5]]

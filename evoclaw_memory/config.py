@@ -165,18 +165,21 @@ def config_file(home: Path) -> Path:
 
 
 def _read_file(path: Path, required: bool = False) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # Python 3.10
-        import tomli as tomllib
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         if required:
             raise ConfigError(f"config file {path} does not exist") from None
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
+    # The TOML parser only when there is a file (its import is start-up of every CLI call).
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10
+        import tomli as tomllib
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
     values: dict[str, Any] = {}

@@ -10,9 +10,7 @@ and its audit row; nothing but the cloud methods touches the network.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Union
@@ -67,6 +65,7 @@ class Memory(OwnerControl):
         self.distill_llm: Optional[bool] = None   # what distill(llm=None) does (None: auto)
         self.trees = TreeKeeper(store, clock)     # the tree, kept true to the facts
         self.warm = WarmKeeper(store, config, self.trees)    # inserts, eviction, archive
+        self._remote: Any = None     # the cloud remote, opened at first use (cloud_side)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -100,6 +99,9 @@ class Memory(OwnerControl):
         return memory
 
     def close(self) -> None:
+        if self._remote is not None:
+            self._remote, remote = None, self._remote
+            remote.close()
         if self.llm is not None and self._owns_llm:
             self.llm.close()
         self.store.close()
@@ -573,6 +575,7 @@ class Memory(OwnerControl):
 
 
 def _check_input_size(messages: Union[str, list]) -> None:
+    import json
     size = len(messages.encode()) if isinstance(messages, str) else len(
         json.dumps(messages, ensure_ascii=False, default=str).encode())
     if size > INPUT_MAX_BYTES:
@@ -591,6 +594,7 @@ def _read_text(path: Path) -> str:
 
 def _write_private(path: Path, text: str) -> None:
     """Write a file atomically with mode 0600 (folder 0700 when created)."""
+    import tempfile
     private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:

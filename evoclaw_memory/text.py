@@ -10,9 +10,13 @@ porter stemming and real BM25 for spaced languages in the same index.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import unicodedata
+
+try:        # BLAKE2 without loading OpenSSL through hashlib: every CLI call pays that import
+    from _blake2 import blake2b
+except ImportError:     # pragma: no cover - a Python built without it
+    from hashlib import blake2b
 
 # CJK ideographs, kana, hangul, fullwidth forms: scripts written without spaces.
 _CJK = (r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -174,7 +178,7 @@ def key_digest(key: str) -> str:
     Full keys averaged ~90 bytes an index entry, and remember() inserts one at a random place
     in that index on every call; 16 characters keep the index ~5x smaller. The store confirms
     a digest match against the fact's own text, so a collision cannot merge two facts."""
-    return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+    return blake2b(key.encode(), digest_size=8).hexdigest()
 
 
 def key_and_body(text: str, category: str, extra: str = "") -> tuple[str, str]:

@@ -57,8 +57,21 @@ def test_each_command_module_imports_common_and_nothing_else_of_the_cli():
         assert cli_imports(modules()[name]) == {SHARED}, name
 
 
-def test_main_imports_every_command_module_and_common_only():
-    assert cli_imports(modules()["main"]) == command_modules() | {SHARED}
+def test_main_imports_only_common_and_maps_every_command_module():
+    from evoclaw_memory.cli.main import LAZY_COMMANDS
+    assert cli_imports(modules()["main"]) == {SHARED}
+    assert {target.split(":")[0] for target in LAZY_COMMANDS.values()} == command_modules()
+
+
+def test_running_one_command_imports_only_its_module():
+    import subprocess
+    import sys
+    code = ("import sys; from evoclaw_memory.cli.main import cli; cli.get_command(None, 'store'); "
+            "print(sorted(m for m in sys.modules if m.startswith('evoclaw_memory.cli.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert eval(out) == ["evoclaw_memory.cli.common", "evoclaw_memory.cli.facts",
+                         "evoclaw_memory.cli.main"]
 
 
 def test_package_init_only_re_exports_main():
@@ -75,11 +88,12 @@ def test_every_command_module_command_is_registered():
     """What a module lists in COMMANDS is what the root group has (no command forgotten)."""
     import importlib
 
-    from evoclaw_memory.cli.main import cli
+    from evoclaw_memory.cli.main import LAZY_COMMANDS, cli
     registered = []
     for name in sorted(command_modules()):
         module = importlib.import_module(f"{PACKAGE}.{name}")
         for command in module.COMMANDS:
-            assert cli.commands[command.name] is command, (name, command.name)
+            assert cli.get_command(None, command.name) is command, (name, command.name)
+            assert LAZY_COMMANDS[command.name].split(":")[0] == name, command.name
             registered.append(command.name)
-    assert sorted(registered) == sorted(cli.commands)
+    assert sorted(registered) == sorted(LAZY_COMMANDS) == cli.list_commands(None)

@@ -9,7 +9,10 @@ One loop, one agent, one line of log per action:
   was off happens at the next start);
 - SIGTERM / SIGINT stop it between actions: what is running finishes (each step is one local
   transaction), queued work stays in the outbox (a last push is tried when online), exit 0.
-A revoked device stops at once (its memory has been wiped) with a non-zero status.
+A revoked device stops at once (its memory has been wiped) with a non-zero status, and so do
+errors no retry can fix, after one clear log line (see EXIT_*; README, "Background service").
+The service syncs through the memory's held remote: one HTTP client and connection for its
+whole life, the schema check remembered, so a heartbeat is one request.
 """
 
 from __future__ import annotations
@@ -31,6 +34,21 @@ QUICK_EVERY = 4 * 3600.0
 RETRY_MIN = 5.0
 MIN_WAIT = 0.05
 log = logging.getLogger("evoclaw_memory.agent.service")
+
+# Exit statuses of `serve` for what no retry can fix (click uses 2 for usage errors; 1 is any
+# other error): the unit's Restart=on-failure restarts it and the journal shows the line.
+EXIT_REVOKED = DeviceRevoked.exit_code   # 5: this device was revoked; its memory is wiped
+EXIT_AUTH = 77                           # EX_NOPERM: the cloud refused the token (401/403)
+EXIT_KEYS = 78                           # EX_CONFIG: the keys need a passphrase or key init
+_FATAL = {"AuthError": EXIT_AUTH, "CryptoError": EXIT_KEYS}
+
+
+class Fatal(Exception):
+    """A sync failure that the next heartbeat would only repeat: stop with `status`."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
 
 
 def local_date(ts: float) -> dt.date:
@@ -143,6 +161,9 @@ class Service:
             self.offline_attempts = 0
             self.next_sync = now + self.heartbeat
             return True
+        if result["status"] == "failed" and result.get("error") in _FATAL:
+            raise Fatal(f"sync: {_one_line(result['detail'])}; {result['outbox_depth']} "
+                        "change(s) stay queued", _FATAL[result["error"]])
         self.offline_attempts += 1
         self.backoff = min(self.heartbeat, self.backoff * 2 if self.backoff else self.retry_min)
         self.next_sync = now + self.backoff
@@ -184,7 +205,10 @@ class Service:
                 self.stop_event.wait(self.next_wake())
         except DeviceRevoked as exc:
             self._say(f"stopped: {_one_line(exc)}", logging.CRITICAL)
-            return DeviceRevoked.exit_code
+            return EXIT_REVOKED
+        except Fatal as exc:
+            self._say(f"stopped (exit {exc.status}): {exc}", logging.CRITICAL)
+            return exc.status
         depth = mem.store.outbox_depth()
         if self.sync_on and depth and self.backoff is None and not once:
             self._say(f"stopping: last push of {depth} queued change(s)")
@@ -192,7 +216,10 @@ class Service:
                 self.sync()
             except DeviceRevoked as exc:
                 self._say(f"stopped: {_one_line(exc)}", logging.CRITICAL)
-                return DeviceRevoked.exit_code
+                return EXIT_REVOKED
+            except Fatal as exc:
+                self._say(f"stopped (exit {exc.status}): {exc}", logging.CRITICAL)
+                return exc.status
             depth = mem.store.outbox_depth()
         self._say(f"stopped{f' on {self.stop_reason}' if self.stop_reason else ''}; outbox "
                   f"{depth} change(s) queued" + (" for the next start" if depth else ""))

@@ -1,12 +1,13 @@
 """The `evoclaw-memory` command: a thin skin over `Memory` (like sqlite-utils' cli.py).
 
-This module holds only the root group, its global options, the registration of every command
-module's commands and `main()`. The commands live in one module per job (facts,
-conversation, tree, observe, doctor, cloud, agent, control); each imports only `cli.common`, never
+This module holds only the root group, its global options, the map of every command to the
+module that defines it, and `main()`. The commands live in one module per job (facts,
+conversation, tree, observe, doctor, cloud, agent, control, server); each imports only `cli.common`, never
 another command module.
 
-Start-up time matters (one run per agent turn on a Raspberry Pi), so the library is
-imported lazily inside the commands; only click and the tiny errors module load up front.
+Start-up time matters (one run per agent turn on a Raspberry Pi), so a run imports only the
+module of the command it runs (`--help` imports them all, to list them with their help),
+and the library is imported lazily inside the commands.
 
 Output is human-readable by default; `--json` prints exactly one JSON document on stdout.
 Errors are one line on stderr (`error: ...`) and a non-zero exit status, never a traceback
@@ -21,12 +22,47 @@ from typing import Optional
 
 import click
 
-from evoclaw_memory.cli import (agent, cloud, control, conversation, doctor, facts, observe,
-                                server, tree)
 from evoclaw_memory.cli.common import EXIT_INTERRUPTED, EvoGroup, State
 
+# Command name -> "module:attribute" in evoclaw_memory.cli; each module lists the same
+# commands in its COMMANDS (tests/test_cli_layout.py checks that the two agree).
+LAZY_COMMANDS = {
+    "store": "facts:store", "retrieve": "facts:retrieve", "context": "facts:context",
+    "get": "facts:get", "supersede": "facts:supersede", "search-url": "facts:search_url",
+    "distill": "conversation:distill", "hot": "conversation:hot",
+    "ingest-daily": "conversation:ingest_daily", "validate": "conversation:validate",
+    "extract-metadata": "conversation:extract_metadata_cmd",
+    "consolidate": "conversation:consolidate",
+    "tree": "tree:tree",
+    "metrics": "observe:metrics", "config": "observe:config_group",
+    "doctor": "doctor:doctor",
+    "sync": "cloud:sync", "sync-critical": "cloud:sync_critical", "restore": "cloud:restore",
+    "cold": "cloud:cold", "devices": "cloud:devices_group", "key": "cloud:key_group",
+    "mcp": "agent:mcp_command", "serve": "agent:serve_command",
+    "import-legacy": "agent:import_legacy_command",
+    "list": "control:list_", "edit": "control:edit", "forget": "control:forget",
+    "history": "control:history", "unsupersede": "control:unsupersede",
+    "export": "control:export", "import": "control:import_",
+    "server": "server:server",
+}
 
-@click.group(cls=EvoGroup, context_settings={"help_option_names": ["-h", "--help"],
+
+class LazyGroup(EvoGroup):
+    """The root group: a command's module is imported when that command is looked up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(LAZY_COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
+        if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
+            import importlib
+            module, attr = LAZY_COMMANDS[cmd_name].split(":")
+            command = getattr(importlib.import_module(f"evoclaw_memory.cli.{module}"), attr)
+            self.commands[cmd_name] = command
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"],
                                               "max_content_width": 100})
 @click.option("--agent-id", metavar="ID", default=None,
               help="Agent whose memory to use [default: config / EVOCLAW_AGENT_ID / 'default'].")
@@ -51,13 +87,6 @@ def cli(ctx: click.Context, agent_id: Optional[str], home: Optional[str],
       evoclaw-memory consolidate --mode daily
     """
     ctx.obj = State(agent_id=agent_id, home=home, config_path=config_path, json=json_)
-
-
-# Each command module lists its commands in COMMANDS; `--help` sorts them by name anyway.
-for _module in (facts, conversation, tree, observe, doctor, cloud, agent, control, server):
-    for _command in _module.COMMANDS:
-        cli.add_command(_command)
-del _module, _command
 
 
 def main(argv: Optional[list[str]] = None) -> None:

@@ -131,15 +131,68 @@ _page_decoder = msgspec.json.Decoder(list[list])
 _first = itemgetter(0)
 
 
+def schema_missing(exc: BaseException) -> bool:
+    """True when the cloud says a table or column is missing (a new or reset database)."""
+    text = str(exc).lower()
+    return "no such table" in text or "no such column" in text
+
+
+class _SchemaHealing:
+    """The remote's executor, re-checking the schema once when the cloud answers that a
+    table or column is missing: a device that remembers a verified schema sends no check,
+    so a database that was reset (or never migrated) is found by the first statement."""
+
+    def __init__(self, executor: SqlExecutor, remote: "SqlRemote"):
+        self.inner = executor
+        self._remote = remote
+
+    def execute(self, sql: str, args: Any = ()) -> Any:
+        try:
+            return self.inner.execute(sql, args)
+        except RemoteError as exc:
+            if not self._remote.heal_schema(exc):
+                raise
+        return self.inner.execute(sql, args)
+
+    def transaction(self, stmts: list[Stmt]) -> Any:
+        try:
+            return self.inner.transaction(stmts)
+        except RemoteError as exc:
+            # A statement error rolls the whole batch back: the retry runs it once.
+            if not self._remote.heal_schema(exc):
+                raise
+        return self.inner.transaction(stmts)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:       # pipeline_count, bytes_sent ...
+        return getattr(self.inner, name)
+
+
 class SqlRemote:
     """Remote over any SqlExecutor (HranaClient for Turso/sqld, FileExecutor for a file)."""
 
     def __init__(self, executor: SqlExecutor, label: str, codec: Optional[PlainCodec] = None):
-        self.sql = executor
+        self.sql: Any = _SchemaHealing(executor, self)
         self.label = label            # where it is, for messages (never holds a credential)
         self.codec = codec or PlainCodec()
         self.rejected: list[str] = []  # why rows failed to open (tampered), with their ids
         self._schema_checked = False
+        self._migrating = False
+        self.schema_version: Optional[int] = None   # verified by ensure_schema in this process
+
+    def assume_schema(self) -> None:
+        """Skip the schema check: this device verified this cloud's schema before (a missing
+        table or column still triggers ensure_schema and one retry)."""
+        self._schema_checked = True
+
+    def heal_schema(self, exc: BaseException) -> bool:
+        """After a 'no such table/column' answer: ensure the schema; True to retry once."""
+        if self._migrating or not schema_missing(exc):
+            return False
+        self.ensure_schema()
+        return True
 
     def __enter__(self) -> "SqlRemote":
         return self
@@ -169,6 +222,16 @@ class SqlRemote:
     def ensure_schema(self) -> int:
         """Apply pending cloud migrations (once per process); returns the schema version."""
         from evoclaw_memory.store import migrate
+        self._migrating = True
+        try:
+            current = self._migrate(migrate)
+        finally:
+            self._migrating = False
+        self._schema_checked = True
+        self.schema_version = current
+        return current
+
+    def _migrate(self, migrate: Any) -> int:
         self.sql.execute("CREATE TABLE IF NOT EXISTS evoclaw_schema_version (version INTEGER "
                          "PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
         current = self.sql.execute(
@@ -190,7 +253,6 @@ class SqlRemote:
                 if again < version:
                     raise
             current = version
-        self._schema_checked = True
         return current
 
     def _ready(self) -> None:

@@ -20,11 +20,59 @@ if TYPE_CHECKING:
     from evoclaw_memory.memory import Memory
 
 
+# "<schema version> <cloud label>": the cloud schema this device verified for this cloud URL,
+# so a sync sends no schema check (a missing table or column makes the remote check again).
+KV_SCHEMA = "cloud.schema_verified"
+
+
 def configured_remote(mem: "Memory") -> Any:
     """The configured Remote, unsecured (Hrana, a file, or the embedded default file)."""
     from evoclaw_memory.cloud.remote import open_remote
-    return open_remote(mem.config.cloud_url, mem.config.cloud_token,
-                       Path(mem.config.home) / "cloud.db")
+    from evoclaw_memory.store import migrate
+    remote = open_remote(mem.config.cloud_url, mem.config.cloud_token,
+                         Path(mem.config.home) / "cloud.db")
+    if mem.store.get_setting(KV_SCHEMA) == f"{migrate.latest_version('cloud')} {remote.label}":
+        remote.assume_schema()
+    return remote
+
+
+def held_remote(mem: "Memory") -> Any:
+    """This memory's own remote: opened at its first use and kept, with its HTTP client and
+    connection, until Memory.close() (a sync is then one request, no new handshake)."""
+    remote = getattr(mem, "_remote", None)
+    wanted = (mem.config.cloud_url, mem.config.cloud_token)
+    if remote is not None and getattr(remote, "opened_for", None) != wanted:
+        mem._remote = None          # the configured cloud changed: the old one goes
+        remote.close()
+        remote = None
+    if remote is None:
+        remote = configured_remote(mem)
+        remote.opened_for = wanted
+        mem._remote = remote
+    return remote
+
+
+def note_schema(mem: "Memory", remote: Any) -> None:
+    """Remember the schema version `remote` verified in this process (inside a transaction)."""
+    version = getattr(remote, "schema_version", None)
+    if version is not None:
+        value = f"{version} {remote.label}"
+        if mem.store.get_setting(KV_SCHEMA) != value:
+            mem.store.set_setting(KV_SCHEMA, value)
+
+
+@contextlib.contextmanager
+def retries(remote: Any, attempts_after_first: int) -> Iterator[None]:
+    """Run the block with the remote's HTTP client retrying at most this many times."""
+    client = getattr(getattr(remote, "sql", None), "inner", None)
+    if client is None or not hasattr(client, "retries"):
+        yield
+        return
+    before, client.retries = client.retries, attempts_after_first
+    try:
+        yield
+    finally:
+        client.retries = before
 
 
 def open_secured(mem: "Memory", passphrase: Optional[str], recovery_key: Optional[str]) -> Any:
@@ -64,13 +112,26 @@ def secure_remote(mem: "Memory", remote: Any, passphrase: Optional[str] = None,
 
 @contextlib.contextmanager
 def remote_scope(mem: "Memory", remote: Any = None, secure: bool = True) -> Iterator[Any]:
-    """The given remote, or the configured one opened and closed around the block."""
+    """The given remote, or the configured one: a network cloud's held remote (see
+    held_remote), a file opened and closed around the block."""
     if remote is not None:
         yield mem.secure_remote(remote) if secure else remote
         return
+    with scoped_remote(mem) as opened:
+        yield mem.secure_remote(opened) if secure else opened
+
+
+@contextlib.contextmanager
+def scoped_remote(mem: "Memory") -> Iterator[Any]:
+    """The configured remote, unsecured: held for a network cloud (one HTTP client and
+    connection for the memory's life); a file is opened for the block only (no lock or
+    WAL of the cloud file is kept between calls)."""
+    if mem.config.cloud_is_network:
+        yield held_remote(mem)
+        return
     opened = configured_remote(mem)
     try:
-        yield mem.secure_remote(opened) if secure else opened
+        yield opened
     finally:
         opened.close()
 
@@ -154,6 +215,7 @@ def sync(mem: "Memory", remote: Any = None) -> Any:
     with mem.store.transaction():
         mem.store.incr_metric("syncs")
         mem.store.set_metric("last_sync", mem.clock())
+        note_schema(mem, scoped)
     return report
 
 

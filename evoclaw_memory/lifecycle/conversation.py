@@ -12,6 +12,7 @@ that cannot reach the cloud leaves the work in the outbox for the next sync.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
 # rhythm on an always-on device.
 QUICK_CONSOLIDATION_EVERY = 4 * 3600.0
 # End-of-conversation pushes give up fast: the agent is waiting, and the outbox keeps the
-# work for the next sync (the service retries with backoff).
-PUSH_TIMEOUT = 10.0
+# work for the next sync (the service retries with backoff). The held client's timeout is
+# open_remote's 10 s.
 PUSH_RETRIES = 1
 
 
@@ -122,14 +123,15 @@ def push(mem: "Memory", remote=None) -> dict[str, Any]:
 
     DeviceRevoked propagates: the device has just wiped itself and must stop."""
     from evoclaw_memory.errors import DeviceRevoked, EvoclawError, Unavailable
-    owned = remote is None
+    from evoclaw_memory.lifecycle.cloud_side import retries, scoped_remote
     try:
-        if owned:
-            from evoclaw_memory.cloud.remote import open_remote
-            remote = open_remote(mem.config.cloud_url, mem.config.cloud_token,
-                                 Path(mem.config.home) / "cloud.db",
-                                 timeout=PUSH_TIMEOUT, retries=PUSH_RETRIES)
-        report = mem.sync(remote=remote)
+        # A network cloud's held remote: its connection and the verified schema carry over,
+        # so a post-conversation push is ONE request.
+        with contextlib.ExitStack() as stack:
+            if remote is None:
+                remote = stack.enter_context(scoped_remote(mem))
+            stack.enter_context(retries(remote, PUSH_RETRIES))
+            report = mem.sync(remote=remote)
     except DeviceRevoked:
         raise
     except Unavailable as exc:
@@ -137,9 +139,6 @@ def push(mem: "Memory", remote=None) -> dict[str, Any]:
     except EvoclawError as exc:
         return {"status": "failed", "detail": str(exc), "error": type(exc).__name__,
                 "outbox_depth": mem.store.outbox_depth()}
-    finally:
-        if owned and remote is not None:
-            remote.close()
     return {"status": "pushed", "detail": "", "report": report,
             "outbox_depth": report.outbox_depth}
 

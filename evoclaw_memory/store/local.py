@@ -254,7 +254,10 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         return {k: (v[0], v[1]) for k, v in out.items()}
 
     def fact_ids_in_category(self, path: str) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT id FROM facts WHERE category = ?", (path,))]
+        # tier IN (both tiers) lets the (tier, category) index answer: a full tree merges a
+        # leaf per new path, and a scan of a 100k-fact table there was 11 ms per remember.
+        return [r[0] for r in self.conn.execute(
+            "SELECT id FROM facts WHERE tier IN ('warm', 'cold') AND category = ?", (path,))]
 
     def count_under(self, path: str) -> int:
         """Facts (any tier, superseded included) filed at `path` or below it."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from importlib import resources
+from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -18,22 +19,37 @@ from evoclaw_memory.models import Metadata
 from evoclaw_memory.text import alias_pairs, key_and_body, key_digest, normalized_key
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql\Z")
+_SCHEMA = Path(__file__).resolve().parent.parent / "schema"
+
+
+def _folder(kind: str) -> Any:
+    """The migrations folder: a plain folder beside the package (checked first: every open
+    of the store lists it, and importlib.resources costs start-up), else package data."""
+    plain = _SCHEMA / kind
+    if plain.is_dir():
+        return plain
+    from importlib import resources
+    return resources.files("evoclaw_memory") / "schema" / kind
+
+
+def _entries(kind: str) -> list[tuple[int, Any]]:
+    found = []
+    for entry in _folder(kind).iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), entry))
+    return sorted(found, key=lambda item: item[0])
 
 
 def migrations(kind: str) -> list[tuple[int, str, str]]:
     """(version, file name, sql) of every migration of `kind` ('local' or 'cloud'), in order."""
-    folder = resources.files("evoclaw_memory") / "schema" / kind
-    found = []
-    for entry in folder.iterdir():
-        match = _NAME.match(entry.name)
-        if match:
-            found.append((int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
-    return sorted(found)
+    return [(v, e.name, e.read_text(encoding="utf-8")) for v, e in _entries(kind)]
 
 
 def latest_version(kind: str) -> int:
-    """The highest migration number this release knows."""
-    return max((v for v, _, _ in migrations(kind)), default=0)
+    """The highest migration number this release knows (file names only: nothing is read)."""
+    entries = _entries(kind)
+    return entries[-1][0] if entries else 0
 
 
 def apply_local(conn: sqlite3.Connection) -> int:
@@ -48,13 +64,15 @@ def apply_local(conn: sqlite3.Connection) -> int:
     conn.execute("CREATE TABLE IF NOT EXISTS schema_version "
                  "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
     current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
-    known = latest_version("local")
+    entries = _entries("local")
+    known = entries[-1][0] if entries else 0
     if current > known:
         raise StoreError(f"database schema version {current} is newer than this release "
                          f"understands ({known}); upgrade evoclaw-memory")
-    for version, name, sql in migrations("local"):
+    for version, entry in entries:
         if version <= current:
             continue
+        name, sql = entry.name, entry.read_text(encoding="utf-8")
         # executescript commits first; wrap the file in its own transaction so a failed
         # migration leaves the database at the previous version.
         try:

@@ -9,7 +9,7 @@ pure functions in tiers.warm. Every method expects to run inside the store's tra
 from __future__ import annotations
 
 import collections
-import secrets
+import os
 from typing import Optional
 
 from evoclaw_memory.config import Config
@@ -28,7 +28,7 @@ WARM_LOW_WATER = 0.9
 
 def new_id() -> str:
     """A random fact/entry id (64 bits, hex): unique across devices without coordination."""
-    return secrets.token_hex(8)
+    return os.urandom(8).hex()      # = secrets.token_hex(8), without importing secrets
 
 
 class WarmKeeper:

@@ -8,6 +8,7 @@ raises LimitError, so a limit can never be broken by accident.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Iterable, Optional
 
 import msgspec
@@ -43,6 +44,12 @@ def is_under(path: str, root: str) -> bool:
 
 def children_of(nodes: Iterable[TreeNode], parent: Optional[str]) -> list[TreeNode]:
     return [n for n in nodes if parent_of(n.path) == parent]
+
+
+def parents(nodes: Iterable[TreeNode]) -> set[str]:
+    """The paths that have at least one child: one pass, so a leaf test is a set lookup
+    (a test per node over all nodes made a full tree's `remember` quadratic in nodes)."""
+    return {p for p in map(parent_of, (n.path for n in nodes)) if p is not None}
 
 
 def subtree_counts(nodes: list[TreeNode]) -> dict[str, tuple[int, int]]:
@@ -82,11 +89,11 @@ def add(nodes: list[TreeNode], path: str, description: str, now: float) -> list[
 def _checked(nodes: list[TreeNode]) -> list[TreeNode]:
     """Return `nodes` sorted, or LimitError naming the first limit they break."""
     nodes = sorted(nodes, key=lambda n: n.path)
+    kids = Counter(parent_of(n.path) for n in nodes)       # one pass, not one per parent
     for parent in [None] + [n.path for n in nodes]:
-        kids = children_of(nodes, parent)
-        if len(kids) > TREE_MAX_CHILDREN:
-            raise LimitError(f"{parent or 'the root'} would have {len(kids)} children; the limit "
-                             f"is {TREE_MAX_CHILDREN}")
+        if kids[parent] > TREE_MAX_CHILDREN:
+            raise LimitError(f"{parent or 'the root'} would have {kids[parent]} children; the "
+                             f"limit is {TREE_MAX_CHILDREN}")
     size = render_size(nodes)
     if size > TREE_MAX_BYTES:
         raise LimitError(f"the rendered tree would be {size} bytes; the limit is {TREE_MAX_BYTES}")
@@ -129,9 +136,9 @@ def least_used_leaf(nodes: list[TreeNode], protect: Iterable[str] = ()) -> Optio
     for p in list(protected):
         protected.update(ancestors(p))
     paths = {n.path for n in nodes}
+    inner = parents(nodes)
     leaves = [n for n in nodes
-              if n.path not in protected and parent_of(n.path) in paths
-              and not any(parent_of(o.path) == n.path for o in nodes)]
+              if n.path not in protected and parent_of(n.path) in paths and n.path not in inner]
     if not leaves:
         return None
     return min(leaves, key=lambda n: (n.warm_count + n.cold_count, n.last_access, n.path))
@@ -149,7 +156,8 @@ def rebalance_victim(nodes: list[TreeNode], path: str) -> Optional[TreeNode]:
         if len(kids) >= TREE_MAX_CHILDREN:
             if parent is None:
                 return None
-            leaves = [k for k in kids if not any(parent_of(o.path) == k.path for o in nodes)]
+            inner = parents(nodes)
+            leaves = [k for k in kids if k.path not in inner]
             return least_used_leaf(leaves + [n for n in nodes if n.path == parent],
                                    protect=[path]) if leaves else None
     if len(existing) < TREE_MAX_NODES and render_size(nodes) < TREE_MAX_BYTES - 100:
@@ -189,8 +197,10 @@ _DETAIL_LEVELS = ("full", "short", "brief", "bare")
 
 def render(nodes: list[TreeNode], max_bytes: int = TREE_MAX_BYTES) -> str:
     """The tree as the agent sees it, at the most detailed level that fits `max_bytes`."""
+    totals = subtree_counts(nodes)          # once for every level tried
+    ordered = sorted(nodes, key=lambda n: n.path)
     for level in _DETAIL_LEVELS:
-        text = _render_level(nodes, level)
+        text = _render_level(ordered, level, totals)
         if len(text.encode()) <= max_bytes:
             return text
     return text
@@ -200,8 +210,9 @@ def render_size(nodes: list[TreeNode]) -> int:
     return len(render(nodes).encode())
 
 
-def _render_level(nodes: list[TreeNode], level: str) -> str:
-    totals = subtree_counts(nodes)
+def _render_level(nodes: list[TreeNode], level: str,
+                  totals: Optional[dict[str, tuple[int, int]]] = None) -> str:
+    totals = subtree_counts(nodes) if totals is None else totals
     warm = sum(n.warm_count for n in nodes)
     cold = sum(n.cold_count for n in nodes)
     lines = [f"📂 Root (warm:{warm}, cold:{cold})"]
