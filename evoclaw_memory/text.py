@@ -211,35 +211,51 @@ STEMMED_STOPWORDS = STOPWORDS | frozenset(stem(w) for w in STOPWORDS)
 # a query naming one side should find facts naming the other. Found by a few cheap patterns at
 # write time (most texts match none: one regex search each) and kept as token strings.
 _NAME = r"[A-Z][a-z]+(?:[ -][A-Z][a-z]+){0,2}"
-_PAREN = re.compile(rf"\b({_NAME})\s*[(（]\s*({_NAME}|[{_CJK}]{{2,6}})\s*[)）]")
-_KNOWN_AS = re.compile(rf"\b(?:called|goes by|known as|nicknamed|aka|a\.k\.a\.)\s+({_NAME})")
-_NAME_RE = re.compile(rf"\b{_NAME}")
-_PARENS = re.compile(r"[(（][^()（）]*[)）]")
-_ALIAS_GAP = re.compile(r"[\s,]*(?:(?:is|was|also|often|usually|sometimes|now)\s+)*")
 _RELATIONS = ("wife husband partner girlfriend boyfriend fiance fiancee son daughter kid child "
               "baby mum mom mother dad father brother sister grandma grandpa grandmother "
               "grandfather aunt uncle cousin niece nephew boss manager colleague friend "
               "neighbour neighbor dog cat puppy pet doctor dentist vet").split()
-_RELATION = re.compile(rf"(?:\b(?:[Mm]y|[Oo]ur|{_NAME}'s)\s+|(?:^|(?<=[.;!?]\s)))"
-                       rf"((?i:{'|'.join(_RELATIONS)}))"
-                       rf"(?:,\s*|\s+(?:is\s+|called\s+|named\s+)?)({_NAME})\b")
-_ALIAS_HINT = re.compile(r"[(（]|called|goes by|known as|nicknamed|aka|a\.k\.a|"
-                         rf"\b(?:{'|'.join(_RELATIONS)})\b", re.IGNORECASE)
+
+
+class _AliasPatterns:
+    """The alias regexes, compiled on first use: compiling them costs ~10 ms, which every
+    CLI process paid at import although only writes and alias-bearing texts need them."""
+
+    def __init__(self) -> None:
+        self.paren = re.compile(rf"\b({_NAME})\s*[(（]\s*({_NAME}|[{_CJK}]{{2,6}})\s*[)）]")
+        self.known_as = re.compile(
+            rf"\b(?:called|goes by|known as|nicknamed|aka|a\.k\.a\.)\s+({_NAME})")
+        self.name = re.compile(rf"\b{_NAME}")
+        self.parens = re.compile(r"[(（][^()（）]*[)）]")
+        self.gap = re.compile(r"[\s,]*(?:(?:is|was|also|often|usually|sometimes|now)\s+)*")
+        self.relation = re.compile(rf"(?:\b(?:[Mm]y|[Oo]ur|{_NAME}'s)\s+|(?:^|(?<=[.;!?]\s)))"
+                                   rf"((?i:{'|'.join(_RELATIONS)}))"
+                                   rf"(?:,\s*|\s+(?:is\s+|called\s+|named\s+)?)({_NAME})\b")
+        self.hint = re.compile(r"[(（]|called|goes by|known as|nicknamed|aka|a\.k\.a|"
+                               rf"\b(?:{'|'.join(_RELATIONS)})\b", re.IGNORECASE)
+
+
+@functools.cache
+def _alias_patterns() -> _AliasPatterns:
+    return _AliasPatterns()
+
+
 MAX_ALIASES_PER_TEXT = 8
 
 
 def alias_pairs(text: str) -> list[tuple[str, str]]:
     """(name, alias) pairs a text states, as search-token strings ("chen li", "lily")."""
-    if not _ALIAS_HINT.search(text):
+    pat = _alias_patterns()
+    if not pat.hint.search(text):
         return []                         # the common case: no pattern can match
     out: dict[tuple[str, str], None] = {}
-    found = _PAREN.findall(text) + _RELATION.findall(text)
-    for m in _KNOWN_AS.finditer(text):
+    found = pat.paren.findall(text) + pat.relation.findall(text)
+    for m in pat.known_as.finditer(text):
         # The name a "called X" belongs to stands right before it ("Chen Li (陈莉), called
         # Lily"), not anywhere in the clause ("Hannah walks a greyhound called Pixel").
         before = text[max(0, m.start() - 60):m.start()]
-        names = [n for n in _NAME_RE.finditer(before) if n.group().lower() not in STOPWORDS]
-        if names and _ALIAS_GAP.fullmatch(_PARENS.sub("", before[names[-1].end():])):
+        names = [n for n in pat.name.finditer(before) if n.group().lower() not in STOPWORDS]
+        if names and pat.gap.fullmatch(pat.parens.sub("", before[names[-1].end():])):
             found.append((names[-1].group(), m.group(1)))
     for a, b in found:
         ta, tb = " ".join(_tokens(a)), " ".join(_tokens(b))
