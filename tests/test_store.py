@@ -26,7 +26,7 @@ def test_migrations_rerun_is_noop(tmp_path):
     store.close()
     store = LocalStore.open(tmp_path / "m.db")
     rows = store.conn.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0]
-    assert rows == migrate.latest_version("local")
+    assert rows == len(migrate.migrations("local"))      # numbers may have gaps between branches
     store.close()
 
 
