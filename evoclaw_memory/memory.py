@@ -134,7 +134,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl):
 
     def _score(self, fact: Fact, now: float) -> float:
         return score(fact.importance, fact.created_at, fact.access_count, now,
-                     self.config.decay_days, self.config.access_boost)
+                     self.config.decay_days, self.config.access_boost, pinned=fact.pinned)
 
     # -- warm facts ------------------------------------------------------------------------
 

@@ -73,8 +73,8 @@ class GateControl:
         self.actor, self.gated = subagent_actor(who), True
         # Instance attributes shadow the methods: this one Memory object is the view, the
         # main agent's Memory (another object, same database) is untouched.
-        setattr(self, "remember", self._propose_remember)
-        setattr(self, "update_hot", self._propose_hot)
+        for name, view in (("remember", self._propose_remember), ("update_hot", self._propose_hot)):
+            setattr(self, name, view)
         for name in WRITES:
             setattr(self, name, self._refuser(name))
 

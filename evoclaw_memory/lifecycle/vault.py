@@ -76,3 +76,26 @@ class VaultControl:
         flag = validate.flag("private", private)
         return self.vault.set_private(self._fact(fact_id_), flag,
                                       check_actor(by or self.actor), self.clock())
+
+
+def pin_on_request(mem: VaultControl, messages: Any, stored: list[Fact]) -> dict[str, list]:
+    """Pin the facts this conversation stored from an owner's "remember forever" / "never
+    forget" message (distill.triggers): a fact most of whose words the message holds came
+    from it. Past the vault's cap the pin is reported, not raised: the facts are stored."""
+    from evoclaw_memory.distill.triggers import find_pin_requests
+    from evoclaw_memory.errors import LimitError
+    from evoclaw_memory.text import query_terms
+    pinned: list[str] = []
+    refused: list[dict[str, str]] = []
+    for said in find_pin_requests(messages):
+        words = set(query_terms(said))
+        for fact in stored:
+            terms = set(query_terms(fact.text))
+            if fact.id in pinned or not terms or len(terms & words) * 2 < len(terms):
+                continue
+            try:
+                mem.pin(fact.id, by="bot:trigger-remember")
+                pinned.append(fact.id)
+            except LimitError as exc:
+                refused.append({"fact_id": fact.id, "reason": str(exc)})
+    return {"pinned": pinned, "pin_refused": refused}
