@@ -39,6 +39,7 @@ _FILE_LAYOUT = {
     "scoring": {"decay_days": "decay_days", "access_boost": "access_boost"},
     "warm": {"max_bytes": "warm_max_bytes", "retention_days": "warm_retention_days"},
     "cold": {"retention_days": "cold_retention_days"},
+    "vault": {"max_bytes": "vault_max_bytes"},
     "cloud": {"url": "cloud_url", "auth_token": "cloud_token"},
     "llm": {"base_url": "llm_base_url", "model": "llm_model", "api_key": "llm_api_key",
             "timeout": "llm_timeout"},
@@ -89,6 +90,7 @@ class Config(msgspec.Struct, kw_only=True):
     warm_max_bytes: int = 50 * 1024
     warm_retention_days: float = 30.0
     cold_retention_days: float = 3650.0
+    vault_max_bytes: int = 8 * 1024       # pinned facts: their own cap, apart from warm's
     cloud_url: Optional[str] = None
     cloud_token: Optional[str] = None
     llm_base_url: Optional[str] = None
@@ -143,6 +145,7 @@ _NUMBERS = (("decay_days", "[scoring] decay_days", 0.0, False),
             ("warm_max_bytes", "[warm] max_bytes", 0, False),
             ("warm_retention_days", "[warm] retention_days", 0.0, False),
             ("cold_retention_days", "[cold] retention_days", 0.0, False),
+            ("vault_max_bytes", "[vault] max_bytes", 0, True),
             ("llm_timeout", "[llm] timeout", 0.0, False))
 
 

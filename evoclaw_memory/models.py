@@ -46,6 +46,8 @@ class Fact(msgspec.Struct, omit_defaults=True):
     source: str = "manual"
     tier: StorageTier = "warm"
     superseded_by: Optional[str] = None
+    pinned: bool = False        # in the vault: never decays, never leaves the device
+    private: bool = False       # the owner's only: never in a shared session's context
 
 
 class Identity(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
@@ -62,12 +64,14 @@ class Lesson(msgspec.Struct, omit_defaults=True):
     category: str = "general"
     importance: float = 0.5
     timestamp: float = 0.0
+    private: bool = False     # the owner's only (tiers.privacy)
 
 
 class Event(msgspec.Struct, omit_defaults=True):
     id: str
     text: str
     timestamp: float = 0.0
+    private: bool = False     # the owner's only (tiers.privacy)
 
 
 class Task(msgspec.Struct, omit_defaults=True):
@@ -75,6 +79,7 @@ class Task(msgspec.Struct, omit_defaults=True):
     text: str
     status: Literal["pending", "done"] = "pending"
     timestamp: float = 0.0
+    private: bool = False     # the owner's only (tiers.privacy)
 
 
 class Project(msgspec.Struct, omit_defaults=True):
@@ -83,6 +88,7 @@ class Project(msgspec.Struct, omit_defaults=True):
     status: str = "active"
     description: str = ""
     timestamp: float = 0.0
+    private: bool = False     # the owner's only (tiers.privacy)
 
 
 class ActiveContext(msgspec.Struct, omit_defaults=True):

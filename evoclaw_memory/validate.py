@@ -67,6 +67,27 @@ def importance(value: Any, name: str = "importance") -> float:
     return number
 
 
+def flag(name: str, value: Any) -> bool:
+    """A yes/no argument: a real bool (1, "yes" or "false" are refused, not guessed)."""
+    if not isinstance(value, bool):
+        raise ValidationError(f"{name} must be true or false, not {_show(value)}")
+    return value
+
+
+def optional_flag(name: str, value: Any) -> Optional[bool]:
+    return None if value is None else flag(name, value)
+
+
+AUDIENCES = ("owner", "shared")
+
+
+def audience(value: Any) -> str:
+    """Who will see a context: the owner alone ('owner') or a shared session ('shared')."""
+    if value not in AUDIENCES:
+        raise ValidationError(f"audience must be owner or shared, not {_show(value)}")
+    return str(value)
+
+
 def integer(name: str, value: Any, low: int, high: int) -> int:
     """A whole number within [low, high] (an integral float such as 5.0 is accepted)."""
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():

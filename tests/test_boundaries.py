@@ -41,8 +41,19 @@ not_strings = st.one_of(st.integers(), st.floats(), st.none(), st.lists(st.integ
                         st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 non_finite = st.sampled_from([math.nan, math.inf, -math.inf])
 huge_ints = st.integers(min_value=EPOCH_MAX, max_value=10 ** 40)
+def _readable_time(text: str) -> bool:
+    """Times people write ("2026-12-12", "0" epoch seconds) are valid input (issue 16)."""
+    from evoclaw_memory.validate import when
+    try:
+        when("t", text)
+    except Exception:
+        return False
+    return True
+
+
 bad_times = st.one_of(non_finite, huge_ints, st.integers(max_value=-1),
-                      st.floats(min_value=EPOCH_MAX, max_value=1e300), st.text(max_size=5),
+                      st.floats(min_value=EPOCH_MAX, max_value=1e300),
+                      st.text(max_size=5).filter(lambda t: not _readable_time(t)),
                       st.booleans(), st.lists(st.integers(), max_size=2))
 bad_importance = st.one_of(non_finite, huge_ints, st.floats(min_value=1.0001, max_value=1e300),
                            st.floats(max_value=-0.0001, min_value=-1e300), st.text(max_size=5),

@@ -163,10 +163,32 @@ def build_server(mem: "Memory"):
                  "Get memory context", read_only=True),
                  description="Memory for the system prompt: MEMORY.md (hot memory), the "
                              "category tree and facts retrieved for `query` (<= 3 KB). Call it "
-                             "at the start of a conversation.")
+                             "at the start of a conversation. audience='shared' for a group "
+                             "chat or any session others see: the owner's private memory "
+                             "(profile, health, finance, credentials, family) is left out.")
     @guarded
-    def get_context(query: Query = "", limit: Limit = 8) -> str:
-        return mem.context(query, limit=limit)
+    def get_context(query: Query = "", limit: Limit = 8,
+                    audience: Annotated[Literal["owner", "shared"], Field(description=(
+                        "owner: the owner's own session; shared: others can see it."))] = "owner"
+                    ) -> str:
+        return mem.context(query, limit=limit, audience=audience)
+
+    @server.tool(title="Propose a memory", annotations=_annotations("Propose a memory"),
+                 description="Propose one fact (<= 2000 chars) for the main agent to accept or "
+                             "reject; nothing is stored until it does. What a sub-agent uses "
+                             "instead of remember.")
+    @guarded
+    def propose_memory(text: Annotated[str, Field(min_length=1, max_length=2000,
+                                                  description="The fact, one sentence.")],
+                       category: Annotated[str, Field(max_length=200, description=(
+                           "Tree path, up to 4 levels: home/pets, projects/evoclaw."))] = "general",
+                       importance: Annotated[float, Field(ge=0.0, le=1.0, description=(
+                           "0 (trivia) to 1 (never forget)."))] = 0.5,
+                       confidence: Annotated[float, Field(ge=0.0, le=1.0, description=(
+                           "How sure the proposer is that it is true."))] = 0.5) -> dict[str, Any]:
+        proposal = mem.propose(text, category=category, importance=importance,
+                               confidence=confidence, by=mem.actor if mem.gated else "mcp")
+        return compact({"proposal_id": proposal.id, "status": proposal.status})
 
     @server.tool(title="Search memories", annotations=_annotations(
                  "Search memories", read_only=True),
@@ -208,6 +230,8 @@ def build_server(mem: "Memory"):
             metadata = {"urls": urls or [], "commands": commands or [], "paths": paths or []}
         fact = mem.remember(text, category=category, importance=importance, metadata=metadata,
                             source="mcp")
+        if mem.gated:                      # a sub-agent's server: remember is a proposal
+            return compact({"proposal_id": fact.id, "status": "proposed"})
         return compact({"id": fact.id, "status": "reinforced" if fact.access_count else "stored",
                         "fact": plain(fact)})
 
@@ -252,7 +276,9 @@ def build_server(mem: "Memory"):
                    value: Annotated[Union[dict[str, Any], str], Field(
                        description=f"A JSON object with, per key: {value_help}.")]
                    ) -> dict[str, Any]:
-        mem.update_hot(key, value)
+        done = mem.update_hot(key, value)
+        if mem.gated:                      # a sub-agent's server: a proposal, nothing written
+            return compact({"proposal_id": getattr(done, "id", None), "status": "proposed"})
         text = mem.render_memory_md()
         return compact({"updated": key, "memory_md": text, "bytes": len(text.encode())})
 
@@ -353,9 +379,10 @@ def build_server(mem: "Memory"):
     return server
 
 
-def serve_stdio(config: "Config") -> None:
-    """Run the MCP server on stdin/stdout until the client closes the connection."""
+def serve_stdio(config: "Config", actor: Optional[str] = None) -> None:
+    """Run the MCP server on stdin/stdout until the client closes the connection; with
+    actor="subagent:NAME" it is propose-only (Memory.open's gated view)."""
     _sdk()                                  # a clear error before anything is opened
     from evoclaw_memory.memory import Memory
-    with Memory.open(config=config) as mem:
+    with Memory.open(config=config, actor=actor) as mem:
         build_server(mem).run("stdio")

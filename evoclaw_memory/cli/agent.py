@@ -15,9 +15,11 @@ from evoclaw_memory.cli.common import (cli_state, command_config, common_options
 
 
 @click.command("mcp")
+@click.option("--actor", default=None, metavar="subagent:NAME",
+              help="Serve a sub-agent: it reads everything and only proposes writes.")
 @common_options
 @click.pass_context
-def mcp_command(ctx: click.Context) -> None:
+def mcp_command(ctx: click.Context, actor: Optional[str] = None) -> None:
     """Run the MCP server on stdio for desktop apps and agent hosts (needs the [mcp] extra).
 
     \b
@@ -30,7 +32,7 @@ def mcp_command(ctx: click.Context) -> None:
         # stdout carries the MCP protocol: a JSON document there would corrupt it.
         raise ValidationError("mcp speaks the MCP protocol on stdout; --json does not apply")
     from evoclaw_memory.agent.mcp_server import serve_stdio
-    serve_stdio(command_config(ctx))
+    serve_stdio(command_config(ctx), actor=actor)
 
 
 # -- serve -----------------------------------------------------------------------------------

@@ -41,9 +41,13 @@ def _parse_time(_ctx: click.Context, _param: click.Parameter, value: Optional[st
 @click.option("--created-at", callback=_parse_time, metavar="EPOCH|ISO",
               help="When it happened [default: now].")
 @common_options
+@click.option("--pin", "pinned", is_flag=True, help="Into the vault: never decays, never evicted.")
+@click.option("--private/--shared", "private", default=None,
+              help="Owner's sessions only / any session [default: by category and words].")
 @click.pass_context
 def store(ctx: click.Context, text: str, category: str, importance: float, urls: tuple,
-          cmds: tuple, paths: tuple, created_at: Any) -> None:
+          cmds: tuple, paths: tuple, created_at: Any, pinned: bool = False,
+          private: Optional[bool] = None) -> None:
     """Store a fact in warm memory; prints its id (a duplicate reinforces the existing fact)."""
     if text == "-":
         text = read_stdin()
@@ -52,7 +56,8 @@ def store(ctx: click.Context, text: str, category: str, importance: float, urls:
         metadata = {"urls": list(urls), "commands": list(cmds), "paths": list(paths)}
     with open_memory(ctx) as mem:
         fact = mem.remember(text, category=category, importance=importance,
-                            created_at=created_at, metadata=metadata)
+                            created_at=created_at, metadata=metadata, pinned=pinned,
+                            private=private)
     # A freshly stored fact has never been accessed; a duplicate was just reinforced.
     status = "reinforced" if fact.access_count > 0 else "stored"
 
@@ -102,12 +107,14 @@ def retrieve(ctx: click.Context, query: Optional[str], query_flag: Optional[str]
 @click.argument("query", required=False, default="")
 @click.option("--limit", "-n", type=click.IntRange(1, 100), default=8, show_default=True,
               help="Most facts to retrieve for QUERY.")
+@click.option("--audience", type=click.Choice(["owner", "shared"]), default="owner",
+              show_default=True, help="shared: a session others see; private items left out.")
 @common_options
 @click.pass_context
-def context(ctx: click.Context, query: str, limit: int) -> None:
+def context(ctx: click.Context, query: str, limit: int, audience: str = "owner") -> None:
     """Print what the agent loads: MEMORY.md + the tree + facts retrieved for QUERY."""
     with open_memory(ctx) as mem:
-        text = mem.context(query, limit=limit)
+        text = mem.context(query, limit=limit, audience=audience)
     emit(ctx, {"context": text, "bytes": len(text.encode())},
           lambda: click.echo(text, nl=False))
 

@@ -2,7 +2,7 @@
 
 This module holds only the root group, its global options, the map of every command to the
 module that defines it, and `main()`. The commands live in one module per job (facts,
-conversation, tree, observe, doctor, cloud, agent, control, server); each imports only `cli.common`, never
+conversation, tree, observe, doctor, cloud, agent, control, server, vault); each imports only `cli.common`, never
 another command module.
 
 Start-up time matters (one run per agent turn on a Raspberry Pi), so a run imports only the
@@ -44,6 +44,7 @@ LAZY_COMMANDS = {
     "history": "control:history", "unsupersede": "control:unsupersede",
     "export": "control:export", "import": "control:import_",
     "server": "server:server",
+    "pin": "vault:pin", "unpin": "vault:unpin", "proposals": "vault:proposals",
 }
 
 

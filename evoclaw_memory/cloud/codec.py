@@ -74,7 +74,8 @@ def cloud_seconds(created_at) -> float:
 
 def fact_from_row(row: tuple) -> Fact:
     (fid, text, category, importance, created_at, access_count, metadata, source, last_access,
-     superseded_by) = row
+     superseded_by, *rest) = row
+    flags = validate.integer("cloud fact flags", rest[0] or 0, 0, 3) if rest else 0
     try:
         # Most facts carry no links: skip the decoder for them (a mirror opens 100k rows).
         meta = Metadata() if not metadata or metadata == "{}" else _meta_decoder.decode(metadata)
@@ -95,7 +96,13 @@ def fact_from_row(row: tuple) -> Fact:
                 metadata=validate.metadata(meta) or Metadata(),
                 source=validate.text("cloud fact source", source or "legacy", max_len=64),
                 tier="cold", superseded_by=validate.optional_text("cloud fact superseded_by",
-                                                                  superseded_by, max_len=64))
+                                                                  superseded_by, max_len=64),
+                pinned=bool(flags & 1), private=bool(flags & 2))
+
+
+def fact_flags(fact: Fact) -> int:
+    """The cloud's flags column: 1 pinned, 2 private."""
+    return (1 if fact.pinned else 0) | (2 if fact.private else 0)
 
 
 def _whole_seconds(value: float) -> int:
@@ -115,7 +122,7 @@ class PlainCodec:
         return (fact.id, agent_id, fact.text, fact.category, fact.importance,
                 _whole_seconds(fact.created_at), fact.access_count,
                 _encoder.encode(fact.metadata).decode(), fact.source, fact.last_access,
-                fact.superseded_by, device_id)
+                fact.superseded_by, device_id, fact_flags(fact))
 
     def fact(self, row: tuple) -> Fact:
         return fact_from_row(row)
@@ -153,18 +160,21 @@ class SealedCodec(PlainCodec):
         importance = round(float(fact.importance), 6)
         created_at = _whole_seconds(fact.created_at)
         token = self.ring.category_token(fact.category)
-        clear = self._clear(importance, created_at, fact.superseded_by, token)
+        flags = fact_flags(fact)
+        clear = self._clear(importance, created_at, fact.superseded_by, token, flags)
         meta = "{}" if fact.metadata.is_empty() else self.ring.seal(
             _encoder.encode(fact.metadata).decode(), fact.id, "metadata", clear)
         category = token + " " + self.ring.seal(fact.category, fact.id, "category", clear)
         return (fact.id, agent_id, self.ring.seal(fact.text, fact.id, "text", clear), category,
                 importance, created_at, fact.access_count, meta, fact.source,
-                fact.last_access, fact.superseded_by, device_id)
+                fact.last_access, fact.superseded_by, device_id, flags)
 
     def fact(self, row: tuple) -> Fact:
         fid, text, category, importance, created_at, access_count, meta, *rest = row
         token, _, sealed_category = (category or "").partition(" ")
-        clear = self._clear(importance, created_at, rest[-1], token)
+        # rest: source, last_access, superseded_by and (from cloud schema 7 on) flags
+        clear = self._clear(importance, created_at, rest[2], token,
+                            rest[3] if len(rest) > 3 else 0)
         if meta and meta != "{}":
             meta = self.ring.open(meta, fid, "metadata", clear)
         return fact_from_row((fid, self.ring.open(text, fid, "text", clear),

@@ -313,7 +313,7 @@ def sealed_with(key_id: str) -> str:
 
 
 def clear_context(importance: object, created_at: object, superseded_by: object,
-                  category_token: object) -> str:
+                  category_token: object, flags: object = 0) -> str:
     """The clear columns of a fact row that its v2 values authenticate, as one string.
 
     These are the columns the cloud filters and ranks by (a forged supersession or importance
@@ -324,4 +324,7 @@ def clear_context(importance: object, created_at: object, superseded_by: object,
     imp = "-" if importance is None else f"{float(importance):.6f}"  # type: ignore[arg-type]
     # An INTEGER column comes back as int; anything else (a REAL, a text) was not ours.
     created = str(created_at) if isinstance(created_at, int) else f"?{created_at!r}"
-    return f"{imp}\x1f{created}\x1f{superseded_by or ''}\x1f{category_token or ''}"
+    context = f"{imp}\x1f{created}\x1f{superseded_by or ''}\x1f{category_token or ''}"
+    # The pinned/private flags (issue 18) are bound only when set: a row sealed before they
+    # existed (flags 0) keeps exactly the context it was sealed with.
+    return context + (f"\x1fflags={int(flags)}" if flags else "")  # type: ignore[call-overload]

@@ -406,13 +406,15 @@ class SqlRemote:
         return self._paged(rows)
 
     def recent_candidates(self, agent_id: str, since: float, limit: int) -> list[tuple]:
-        """(id, importance, created_at, access_count, stored text length) of live facts created
-        since `since`: enough to score them, a fraction of the bytes of the rows themselves."""
+        """(id, importance, created_at, access_count, stored text length, pinned) of live facts
+        created since `since`, and of every pinned one (the vault is on every device): enough
+        to score them, a fraction of the bytes of the rows themselves."""
         self._ready()
         return self.sql.execute(
-            "SELECT id, importance, created_at, access_count, length(text) FROM cold_memories "
-            "WHERE agent_id = ? AND created_at >= ? AND superseded_by IS NULL "
-            "ORDER BY created_at DESC LIMIT ?", (agent_id, int(since), limit)).rows
+            "SELECT id, importance, created_at, access_count, length(text), flags & 1 "
+            "FROM cold_memories WHERE agent_id = ? AND (created_at >= ? OR flags & 1) AND "
+            "superseded_by IS NULL ORDER BY flags & 1 DESC, created_at DESC LIMIT ?",
+            (agent_id, int(since), limit)).rows
 
     def facts_by_ids(self, agent_id: str, ids: list[str]) -> list[Fact]:
         """Whole facts by id (in chunks, one request each)."""

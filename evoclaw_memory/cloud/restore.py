@@ -165,12 +165,16 @@ def _warm_facts(remote: Remote, agent_id: str, warm_max_bytes: int, decay_days: 
     # the rows themselves (sealed ones are twice as big) are the bulk of a restore.
     candidates = remote.recent_candidates(agent_id, now - WARM_WINDOW_DAYS * 86_400,
                                           WARM_CANDIDATES)
-    ranked = sorted(candidates, key=lambda c: -score(
+    # Pinned facts first and outside warm's budget: the vault has its own cap.
+    ranked = sorted(candidates, key=lambda c: (-int(c[5] or 0) if len(c) > 5 else 0, -score(
         0.5 if c[1] is None else float(c[1]), cloud_seconds(c[2]), int(c[3] or 0), now,
-        decay_days, access_boost))
+        decay_days, access_boost)))
     wanted, used = [], 0
     sealed = getattr(getattr(remote, "codec", None), "encrypted", False)
-    for fact_id, _, _, _, stored_length in ranked:
+    for fact_id, _, _, _, stored_length, *pinned in ranked:
+        if pinned and pinned[0]:
+            wanted.append(fact_id)
+            continue
         length = int(stored_length or 0)
         if sealed:      # "enc:v1:<key>:" + base64(nonce + text + tag): back to the text
             length = max(0, (length - 20) * 3 // 4 - 28)

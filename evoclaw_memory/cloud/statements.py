@@ -10,7 +10,7 @@ import re
 STATEMENT_SPLIT = re.compile(r";\s*(?:--[^\n]*)?\n")
 
 FACT_COLS = ("id, text, category, importance, created_at, access_count, metadata, source, "
-              "last_access, superseded_by")
+              "last_access, superseded_by, flags")
 # "+agent_id" keeps SQLite off the (agent_id, ...) indexes where a rowid range or an id is
 # the selective part: without statistics the planner takes agent_id = ? for ~10 rows, then
 # reads (and sorts) every fact of the agent for each page, each push and each id lookup.
@@ -24,18 +24,18 @@ BUCKET = ("CAST(CASE WHEN created_at > 1000000000000 THEN created_at / 1000 ELSE
            "END AS INTEGER) / ?")
 # Upsert by id. A fact's text never changes, but its sealed form does after a key rotation, and
 # its category after a tree merge; counters and supersession only move forwards.
-UPSERT_ROWS = 50           # facts per INSERT statement (12 values each, well under SQLite's cap)
-ROW = "(" + ", ".join("?" * 12) + ")"
+UPSERT_ROWS = 50           # facts per INSERT statement (13 values each, well under SQLite's cap)
+ROW = "(" + ", ".join("?" * 13) + ")"
 UPSERT_FACTS = (
     "INSERT INTO cold_memories (id, agent_id, text, category, importance, created_at, "
-    "access_count, metadata, source, last_access, superseded_by, device_id) "
+    "access_count, metadata, source, last_access, superseded_by, device_id, flags) "
     "SELECT * FROM (VALUES {rows}) WHERE NOT EXISTS ({guard}) "
     # A forgotten fact stays forgotten: a device that has not pulled the tombstone yet (or
     # replays an old push) cannot upsert it back. One "?" for the agent id, after the guard's.
     "AND NOT EXISTS (SELECT 1 FROM cold_tombstones t WHERE t.agent_id = ? AND t.id = column1) "
     "ON CONFLICT(id) DO UPDATE SET category = excluded.category, text = excluded.text, "
     "metadata = excluded.metadata, importance = excluded.importance, "
-    "created_at = excluded.created_at, "
+    "created_at = excluded.created_at, flags = excluded.flags, "
     "access_count = max(cold_memories.access_count, excluded.access_count), "
     "last_access = max(coalesce(cold_memories.last_access, 0), excluded.last_access), "
     "superseded_by = coalesce(excluded.superseded_by, cold_memories.superseded_by) "

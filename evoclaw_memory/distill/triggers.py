@@ -26,8 +26,9 @@ class Trigger(msgspec.Struct, frozen=True):
 
 
 _NAMED = [
-    re.compile(r"\b(?:please\s+)?forget\s+(?:about\s+)?(?!it\b|that\b|this\b)(?P<t>[^.!?;\n]{3,160})",
-               re.I),
+    # "never forget X" / "don't forget X" ask to keep X (PIN_TRIGGERS), not to drop it.
+    re.compile(r"(?<!never )(?<!n't )(?<!not )\b(?:please\s+)?forget\s+(?:about\s+)?"
+               r"(?!it\b|that\b|this\b)(?P<t>[^.!?;\n]{3,160})", re.I),
     re.compile(r"\b(?:remove|delete|erase)\s+(?P<t>[^.!?;\n]{3,160}?)\s+from\s+(?:your\s+)?memory",
                re.I),
     re.compile(r"\b(?:don't|do not|stop)\s+remember(?:ing)?\s+(?P<t>[^.!?;\n]{3,160})", re.I),
@@ -81,3 +82,17 @@ def find_triggers(conversation: Union[str, list[dict]]) -> list[Trigger]:
                         found.append(Trigger("forget", target, content))
         previous_user = content
     return found
+
+
+# "remember forever", "never forget", "永远记住": the owner asks for the vault (pinned facts).
+PIN_TRIGGERS = [
+    re.compile(r"\b(?:remember\s+(?:this\s+|that\s+|it\s+)?forever|never\s+forget|"
+               r"always\s+remember|don'?t\s+ever\s+forget)\b", re.I),
+    re.compile(r"永远记住|永远别忘|千万别忘|一定要记住"),
+]
+
+
+def find_pin_requests(conversation: Union[str, list[dict]]) -> list[str]:
+    """The owner's messages that ask for what they say to be kept forever."""
+    return [content for role, content in _messages(conversation)
+            if role == "user" and any(p.search(content) for p in PIN_TRIGGERS)]

@@ -65,6 +65,9 @@ def end_conversation(mem: "Memory", messages: Union[str, list], *, at: Optional[
     from evoclaw_memory.lifecycle.control import act_on_triggers
     control = act_on_triggers(mem, messages, exclude=[getattr(f, "id", "") for f in
                                                       applied.get("added", [])])
+    from evoclaw_memory.lifecycle.vault import pin_on_request     # "remember forever" pins
+    vault = pin_on_request(mem, messages, [f for f in applied.get("added", []) +
+                                           applied.get("reinforced", []) if hasattr(f, "id")])
     md_path = mem.write_memory_md()
 
     consolidation = None
@@ -104,6 +107,8 @@ def end_conversation(mem: "Memory", messages: Union[str, list], *, at: Optional[
         "seconds": round(time.perf_counter() - started, 4),
         "forgotten": control["forgotten"],
         "forget_candidates": control["forget_candidates"],
+        "pinned": vault["pinned"],
+        "pin_refused": vault["pin_refused"],
     }
     if result.get("llm_error"):
         report["llm_error"] = result["llm_error"]      # the LLM failed; rules were used

@@ -20,7 +20,7 @@ from evoclaw_memory.errors import ValidationError
 from evoclaw_memory.limits import FACT_MAX_TEXT
 from evoclaw_memory.models import Fact, Metadata
 from evoclaw_memory.store.local import LocalStore
-from evoclaw_memory.store.rows import FACT_COLUMNS, fact_from_row
+from evoclaw_memory.store.rows import FACT_AND_FLAGS, FACT_COLUMNS, fact_from_row
 from evoclaw_memory.store.tree_keeper import key_and_body_of
 from evoclaw_memory.tiers import tree as tree_rules
 from evoclaw_memory.tiers.warm import fact_size
@@ -67,6 +67,8 @@ class ExportedFact(msgspec.Struct, tag_field="type", tag="fact", forbid_unknown_
     tier: Literal["warm", "cold"]
     superseded_by: Optional[str]
     versions: list[Version] = []
+    pinned: bool = False          # older exports have neither: read as not pinned, shared
+    private: bool = False
 
 
 _encoder = msgspec.json.Encoder()
@@ -113,12 +115,12 @@ def export(mem: "OwnerControl", target: Union[str, Path, IO[str]], fmt: str) -> 
         buffer: list[bytes] = [_encoder.encode(Header(FORMAT, FORMAT_VERSION,
                                                       mem.config.agent_id))]
         buffer += [_encoder.encode(Node(n.path, n.description)) for n in store.tree_nodes()]
-        for row in store.conn.execute(f"SELECT {FACT_COLUMNS} FROM facts ORDER BY rowid"):
+        for row in store.conn.execute(f"SELECT {FACT_AND_FLAGS} FROM facts ORDER BY rowid"):
             f = fact_from_row(row)
             buffer.append(_encoder.encode(ExportedFact(
                 f.id, f.text, f.category, f.importance, f.created_at, f.last_access,
                 f.access_count, f.metadata, f.source, f.tier, f.superseded_by,
-                versions.get(f.id, []))))
+                versions.get(f.id, []), f.pinned, f.private)))
             written += 1
             if len(buffer) >= 5_000:
                 out.write(b"\n".join(buffer).decode() + "\n")
@@ -226,7 +228,7 @@ def import_jsonl(mem: "OwnerControl", source: Union[str, Path, IO[str]]) -> dict
                     importance=item.importance, created_at=item.created_at,
                     last_access=item.last_access, access_count=item.access_count,
                     metadata=item.metadata, source=item.source, tier=item.tier,
-                    superseded_by=item.superseded_by)
+                    superseded_by=item.superseded_by, pinned=item.pinned, private=item.private)
         key, body = key_and_body_of(fact)
         rows.append(LocalStore.bulk_row(fact, key, fact_size(fact.text, fact.metadata), body))
         versions += [(item.id, v.version, v.text, v.category, v.importance,

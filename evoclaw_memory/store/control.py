@@ -17,7 +17,7 @@ import msgspec
 from evoclaw_memory.errors import NotFoundError, StoreError, ValidationError
 from evoclaw_memory.models import Fact, Metadata
 from evoclaw_memory.store.local import LocalStore
-from evoclaw_memory.store.rows import FACT_COLUMNS, encoder, fact_from_row
+from evoclaw_memory.store.rows import FACT_AND_FLAGS, encoder, fact_from_row
 from evoclaw_memory.store.tree_keeper import TreeKeeper, key_and_body_of
 from evoclaw_memory.text import key_digest
 from evoclaw_memory.tiers.warm import fact_size
@@ -66,6 +66,8 @@ def _actor_of(op: str, detail: str) -> str:
         return "sync"
     if op in ("retrieve", "remember.duplicate"):
         return "agent"
+    if op.startswith(("evict", "cold.cleanup", "archive")):
+        return "system:decay"          # the rules moved it, nobody asked
     return "manual"
 
 
@@ -242,7 +244,7 @@ class ControlKeeper:
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         args += [-1 if limit is None else limit, offset]
         return [fact_from_row(r) for r in self.store.conn.execute(
-            f"SELECT {FACT_COLUMNS} FROM facts {clause} ORDER BY rowid LIMIT ? OFFSET ?", args)]
+            f"SELECT {FACT_AND_FLAGS} FROM facts {clause} ORDER BY rowid LIMIT ? OFFSET ?", args)]
 
     def matching(self, match: str, categories: Optional[list[str]], limit: int) -> list[Fact]:
         """Facts (superseded ones too: an erasure must reach them) matching an FTS5
@@ -255,7 +257,7 @@ class ControlKeeper:
                                            for _ in categories) + ")")
             for path in categories:
                 args += [path, len(path) + 1, path + "/"]
-        cols = ", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))
+        cols = ", ".join("f." + c.strip() for c in FACT_AND_FLAGS.split(","))
         try:
             rows = self.store.conn.execute(
                 f"SELECT {cols} FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "

@@ -23,18 +23,36 @@ def insert_pulled(warm: WarmKeeper, facts: list[Fact], now: float) -> int:
     added = 0
     with store.transaction():
         for fact in facts:
-            if store.get_fact(fact.id) is not None or store.conn.execute(
+            known = store.get_fact(fact.id)
+            if known is not None and (known.pinned, known.private) != (fact.pinned, fact.private):
+                _adopt_flags(warm, known, fact, now)      # pinned or marked on another device
+            if known is not None or store.conn.execute(
                     "SELECT 1 FROM forgotten WHERE id = ?", (fact.id,)).fetchone():
                 continue        # known, or forgotten here (its tombstone may not be out yet)
             category = tree.ensure_category(tree_rules.validate_path(fact.category), now)
-            tier = "cold" if warm.belongs_in_cold(fact.importance, fact.created_at,
-                                                  fact.access_count, now) else "warm"
+            tier = "cold" if not fact.pinned and warm.belongs_in_cold(
+                fact.importance, fact.created_at, fact.access_count, now) else "warm"
             fact = msgspec.structs.replace(fact, category=category, tier=tier)
-            warm.insert(fact, normalized_key(fact.text), now, op="sync.pull", enqueue=False)
+            warm.insert(fact, normalized_key(fact.text), now, op="sync.pull", enqueue=False,
+                        actor="sync")
             added += 1
         if added:
             warm.evict_over_cap(now)
     return added
+
+
+def _adopt_flags(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> None:
+    """Take another device's pin and privacy of a fact this device already holds; a pinned
+    fact comes back onto the device (the vault is never only in the cloud)."""
+    store = warm.store
+    to_warm = pulled.pinned and known.tier == "cold"
+    store.conn.execute("UPDATE facts SET pinned = ?, private = ?, tier = ? WHERE id = ?",
+                       (int(pulled.pinned), int(pulled.private),
+                        "warm" if to_warm else known.tier, known.id))
+    if to_warm and known.superseded_by is None:
+        store.adjust_counts(known.category, warm=1, cold=-1)
+    store.audit("sync.flags", known.id, f"pinned={int(pulled.pinned)} "
+                f"private={int(pulled.private)} actor=sync", now)
 
 
 def install_state(warm: WarmKeeper, state: Any, keep_counts: bool, now: float) -> None:
@@ -54,10 +72,11 @@ def prepare_bulk(warm: WarmKeeper, facts: list[Fact], tier_by_score: bool,
     cfg = warm.config
     rows = []
     for fact in facts:
-        cold = not tier_by_score or belongs_in_cold(
+        # A pinned fact lives on the device whatever its age (the vault never decays).
+        cold = not fact.pinned and (not tier_by_score or belongs_in_cold(
             fact.importance, fact.created_at, fact.access_count, now,
             retention_days=cfg.warm_retention_days, decay_days=cfg.decay_days,
-            access_boost=cfg.access_boost)
+            access_boost=cfg.access_boost))
         tier = "cold" if cold else "warm"
         if fact.tier != tier:
             fact = msgspec.structs.replace(fact, tier=tier)

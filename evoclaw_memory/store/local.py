@@ -21,7 +21,7 @@ from evoclaw_memory.models import Fact, HotState, TreeNode
 from evoclaw_memory.store.fulltext import FULLTEXT_BATCH, FullTextMixin
 from evoclaw_memory.store.opening import OpeningMixin
 from evoclaw_memory.store.outbox import OutboxMixin
-from evoclaw_memory.store.rows import FACT_COLUMNS, encoder, fact_from_row, hot_decoder
+from evoclaw_memory.store.rows import FACT_AND_FLAGS, FACT_COLUMNS, encoder, fact_from_row, hot_decoder
 from evoclaw_memory.text import key_digest, normalized_key
 
 __all__ = ["LocalStore", "fact_from_row", "FULLTEXT_BATCH", "DamagedStoreError",
@@ -100,11 +100,12 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
 
     def insert_fact(self, fact: Fact, norm_key: str, size: int, body: str) -> None:
         cur = self.conn.execute(
-            f"INSERT INTO facts ({FACT_COLUMNS}, norm_key, size) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO facts ({FACT_COLUMNS}, norm_key, size, pinned, private) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (fact.id, fact.text, fact.category, fact.importance, fact.created_at,
              fact.last_access, fact.access_count, encoder.encode(fact.metadata).decode(),
-             fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size))
+             fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size,
+             int(fact.pinned), int(fact.private)))
         self.conn.execute("INSERT INTO fts_pending (fact_rowid, body) VALUES (?, ?)",
                           (cur.lastrowid, body))
         self.add_aliases(cur.lastrowid, fact.text)
@@ -116,9 +117,10 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         return ((fact.id, fact.text, fact.category, fact.importance, fact.created_at,
                  fact.last_access, fact.access_count,
                  "{}" if fact.metadata.is_empty() else encoder.encode(fact.metadata).decode(),
-                 fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size), body)
+                 fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size,
+                 int(fact.pinned), int(fact.private)), body)
     def get_fact(self, fact_id: str) -> Optional[Fact]:
-        row = self.conn.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE id = ?",
+        row = self.conn.execute(f"SELECT {FACT_AND_FLAGS} FROM facts WHERE id = ?",
                                 (fact_id,)).fetchone()
         return fact_from_row(row) if row else None
 
@@ -129,13 +131,13 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
             chunk = ids[start:start + 500]
             marks = ",".join("?" * len(chunk))
             out += [fact_from_row(r) for r in self.conn.execute(
-                f"SELECT {FACT_COLUMNS} FROM facts WHERE id IN ({marks})", chunk)]
+                f"SELECT {FACT_AND_FLAGS} FROM facts WHERE id IN ({marks})", chunk)]
         return out
 
     def find_live_by_norm_key(self, norm_key: str) -> Optional[Fact]:
         """The live fact whose normalized text is `norm_key` (an exact duplicate), if any."""
         for row in self.conn.execute(
-                f"SELECT {FACT_COLUMNS} FROM facts WHERE norm_key = ? AND superseded_by IS NULL",
+                f"SELECT {FACT_AND_FLAGS} FROM facts WHERE norm_key = ? AND superseded_by IS NULL",
                 (key_digest(norm_key),)):
             if normalized_key(row[1]) == norm_key:      # the digest matched; so must the text
                 return fact_from_row(row)
@@ -150,15 +152,16 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         if live_only:
             where.append("superseded_by IS NULL")
         clause = f"WHERE {' AND '.join(where)}" if where else ""
-        for row in self.conn.execute(f"SELECT {FACT_COLUMNS} FROM facts {clause} "
+        for row in self.conn.execute(f"SELECT {FACT_AND_FLAGS} FROM facts {clause} "
                                      "ORDER BY rowid", args):
             yield fact_from_row(row)
 
     def warm_rows(self) -> list[tuple[str, float, float, int, int, str]]:
-        """(id, importance, created_at, access_count, size, category) of every warm fact."""
+        """(id, importance, created_at, access_count, size, category) of every warm fact
+        that may be evicted (pinned facts never leave the device)."""
         return self.conn.execute(
             "SELECT id, importance, created_at, access_count, size, category FROM facts "
-            "WHERE tier = 'warm'").fetchall()
+            "WHERE tier = 'warm' AND pinned = 0").fetchall()
 
     def warm_bytes(self) -> int:
         """Bytes the warm tier holds (the sum of its facts' sizes).
@@ -171,7 +174,9 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         if self._warm_total is not None and self._warm_total[0] == self._write_stamp():
             return self._warm_total[1]
         total = self.conn.execute(
-            "SELECT COALESCE(SUM(size), 0) FROM facts WHERE tier = 'warm'").fetchone()[0]
+            # The vault has its own cap: pinned facts do not count against warm's.
+            "SELECT COALESCE(SUM(size), 0) FROM facts WHERE tier = 'warm' AND pinned = 0"
+        ).fetchone()[0]
         self._warm_total = (self._write_stamp(), total)
         return total
 

@@ -69,8 +69,12 @@ def apply_local(conn: sqlite3.Connection) -> int:
     if current > known:
         raise StoreError(f"database schema version {current} is newer than this release "
                          f"understands ({known}); upgrade evoclaw-memory")
+    # Every migration not recorded yet, in order, not only those above the highest: numbers
+    # are reserved per feature, so a database can hold 0009 before 0008 exists (a build of
+    # one branch) and must still get 0008 when it arrives.
+    applied = {row[0] for row in conn.execute("SELECT version FROM schema_version")}
     for version, entry in entries:
-        if version <= current:
+        if version in applied:
             continue
         name, sql = entry.name, entry.read_text(encoding="utf-8")
         # executescript commits first; wrap the file in its own transaction so a failed
@@ -81,7 +85,7 @@ def apply_local(conn: sqlite3.Connection) -> int:
         except sqlite3.Error as exc:
             conn.execute("ROLLBACK") if conn.in_transaction else None
             raise StoreError(f"migration {name} failed: {exc}") from exc
-        current = version
+        current = max(current, version)
     return current
 
 

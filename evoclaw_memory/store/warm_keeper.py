@@ -48,8 +48,11 @@ class WarmKeeper:
                                decay_days=cfg.decay_days, access_boost=cfg.access_boost)
 
     def add(self, text: str, category: str, importance: float, created: float,
-            metadata: Metadata, source: str, now: float) -> Fact:
-        """Store a validated fact (or reinforce its exact duplicate) in one transaction."""
+            metadata: Metadata, source: str, now: float, *, pinned: bool = False,
+            private: bool = False, actor: str = "manual") -> Fact:
+        """Store a validated fact (or reinforce its exact duplicate) in one transaction.
+
+        A pinned fact goes into the vault (checked against its cap) and stays warm."""
         store = self.store
         with store.transaction():
             warm_before = store.warm_bytes()     # before this call writes anything
@@ -61,15 +64,22 @@ class WarmKeeper:
             category = self.tree.ensure_category(category, now)
             fact = Fact(id=new_id(), text=text, category=category, importance=float(importance),
                         created_at=created, last_access=created,
-                        metadata=metadata, source=source)
-            if self.belongs_in_cold(fact.importance, created, 0, now):
+                        metadata=metadata, source=source, pinned=pinned, private=private)
+            if pinned:
+                from evoclaw_memory.store.vault import VaultKeeper
+                VaultKeeper(store).check_room(fact_size(text, metadata),
+                                              self.config.vault_max_bytes)
+            elif self.belongs_in_cold(fact.importance, created, 0, now):
                 fact.tier = "cold"
-            size = self.insert(fact, key, now, op="remember")
+            size = self.insert(fact, key, now, op="remember", actor=actor)
+            if pinned:                  # the vault has its own cap: warm's total is unchanged
+                size = 0
             if fact.tier == "warm" and fact.id in self.evict_over_cap(now, warm_before + size):
                 fact.tier = "cold"
         return fact
 
-    def insert(self, fact: Fact, key: str, now: float, op: str, enqueue: bool = True) -> int:
+    def insert(self, fact: Fact, key: str, now: float, op: str, enqueue: bool = True,
+               actor: str = "manual") -> int:
         """Insert a new fact with its counts, outbox entry and audit row; returns its size."""
         size = fact_size(fact.text, fact.metadata)
         self.store.insert_fact(fact, key, size, index_body(fact))
@@ -81,7 +91,8 @@ class WarmKeeper:
             # pushes the critical state with every batch of facts, so no state entry is
             # needed (deleting and re-adding it cost remember() about a page a call).
             self.store.enqueue_fact(fact.id, now)
-        self.store.audit(op, fact.id, f"{fact.tier} {fact.category}", now)
+        self.store.audit(op, fact.id, f"{fact.tier} {fact.category}"
+                         + (" pinned" if fact.pinned else "") + f" actor={actor}", now)
         return size
 
     def reinforce(self, fact_ids: list[str], now: float, op: str) -> None:

@@ -23,10 +23,10 @@ ENTRY_TEXT_MAX = 300          # one lesson, event, task or project description
 PROFILE_VALUE_MAX_BYTES = 600  # one owner_profile value, serialized
 
 _ENTRY_FIELDS = {
-    "lesson": {"id", "text", "category", "importance", "timestamp"},
-    "event": {"id", "text", "timestamp", "when"},
-    "task": {"id", "text", "status", "timestamp", "when"},
-    "project": {"id", "name", "status", "description", "timestamp"},
+    "lesson": {"id", "text", "category", "importance", "timestamp", "private"},
+    "event": {"id", "text", "timestamp", "when", "private"},
+    "task": {"id", "text", "status", "timestamp", "when", "private"},
+    "project": {"id", "name", "status", "description", "timestamp", "private"},
 }
 _encoder = msgspec.json.Encoder()
 
@@ -114,6 +114,8 @@ def _check_entry(kind: str, value: dict) -> None:
             raise ValidationError(f"{kind} {field} is {len(value[field])} characters; the limit "
                                   f"is {ENTRY_TEXT_MAX}")
     validate.importance(value.get("importance", 0.5), f"{kind} importance")
+    if not isinstance(value.get("private", False), bool):
+        raise ValidationError(f"{kind} private must be true or false")
     if "when" in value and "timestamp" in value:
         raise ValidationError(f"a {kind} takes 'when' or 'timestamp', not both")
     if "id" in value:

@@ -10,9 +10,10 @@ SECONDS_PER_DAY = 86_400.0
 
 
 def score(importance: float, created_at: float, access_count: int, now: float,
-          decay_days: float = 30.0, access_boost: float = 0.1) -> float:
-    """importance × exp(-age_days / decay_days) × (1 + access_boost × access_count)."""
-    age_days = max(0.0, (now - created_at) / SECONDS_PER_DAY)
+          decay_days: float = 30.0, access_boost: float = 0.1, pinned: bool = False) -> float:
+    """importance × exp(-age_days / decay_days) × (1 + access_boost × access_count); a
+    pinned fact (the vault) never decays, so its age does not count."""
+    age_days = 0.0 if pinned else max(0.0, (now - created_at) / SECONDS_PER_DAY)
     return importance * math.exp(-age_days / decay_days) * (1.0 + access_boost * access_count)
 
 
