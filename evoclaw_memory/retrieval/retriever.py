@@ -30,6 +30,7 @@ from typing import Optional, Protocol
 from evoclaw_memory.errors import EvoclawError
 from evoclaw_memory.limits import TIER_HOT
 from evoclaw_memory.models import PathChoice, RetrievalResult, TreeNode
+from evoclaw_memory.retrieval.entities import EntityHook
 from evoclaw_memory.tiers.scoring import score
 from evoclaw_memory.store.local import LocalStore, fact_from_row
 from evoclaw_memory.text import (STEMMED_STOPWORDS, category_tokens, fts_match_expression, fts_phrase,
@@ -161,10 +162,15 @@ class Retriever:
             return []                       # no query word is in any fact: nothing to find
         method, choices = self.navigate(query, self.store.tree_nodes())
         rowids = self._candidate_rowids(known, df, choices, method)
+        entities = EntityHook(self.store, query)         # the entity graph's candidates
+        rowids = list(dict.fromkeys(rowids + entities.candidates()))
         if not rowids:
             return []
         candidates = [_Candidate(r) for r in self.store.live_rows_with_bodies(rowids)]
         self._score(candidates, terms, df, rows, avg_len, choices, now)
+        boost = entities.boost([c.row[0] for c in candidates])
+        for c in candidates:
+            c.rank *= boost.get(c.row[0], 1.0)
         candidates = [c for c in candidates if c.relevance >= self.min_relevance]
         candidates.sort(key=_order)
         _yield_to_updates(candidates[:UPDATE_POOL])
