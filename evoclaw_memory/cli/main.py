@@ -21,8 +21,8 @@ from typing import Optional
 
 import click
 
-from evoclaw_memory.cli import (agent, cloud, control, conversation, doctor, facts, observe,
-                                server, tree)
+from evoclaw_memory.cli import (agent, cloud, control, conversation, doctor, entity, facts,
+                                observe, server, tree)
 from evoclaw_memory.cli.common import EXIT_INTERRUPTED, EvoGroup, State
 
 
@@ -54,7 +54,8 @@ def cli(ctx: click.Context, agent_id: Optional[str], home: Optional[str],
 
 
 # Each command module lists its commands in COMMANDS; `--help` sorts them by name anyway.
-for _module in (facts, conversation, tree, observe, doctor, cloud, agent, control, server):
+for _module in (facts, conversation, tree, observe, doctor, cloud, agent, control, server,
+                entity):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 del _module, _command

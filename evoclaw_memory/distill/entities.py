@@ -158,8 +158,9 @@ def extract(text: str) -> list[Mention]:
     return sorted(found.values(), key=lambda m: m.role != "subject")
 
 
-_VERBS = re.compile(r"\s+(?:is|was|has|had|went|goes|likes|loves|hates|wants|works|lives|said|"
-                    r"says|got|gets|started|finished|made|makes|bought|moved|plays|played|"
+_VERBS = re.compile(r"(?:\s+(?:now|still|also|just|always|never|often|usually|really|"
+                    r"recently|finally|only))?\s+(?:is|was|has|had|went|goes|likes|loves|hates|"
+                    r"wants|works|lives|said|says|got|gets|started|finished|made|makes|bought|moved|plays|played|"
                     r"visited|joined|met|took|prefers|needs|can|will|and|\w+ed|\w+s)\b")
 
 

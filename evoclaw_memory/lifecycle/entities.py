@@ -123,6 +123,16 @@ class EntityGraph:
             if batch is not None:
                 return linked
 
+    def note_entities(self, found: list[dict[str, Any]]) -> None:
+        """Entities the LLM distiller named (validated in llm/distill), relations to the
+        owner included; the facts stored next link to them by name."""
+        now = self.clock()
+        keeper = self.entity_keeper
+        for item in found:
+            entity_id = keeper.ensure(item["name"], item["kind"], now)
+            if item.get("relation"):
+                keeper.relate(entity_id, keeper.ensure(OWNER, "people", now), item["relation"], now)
+
     # -- the critical state ----------------------------------------------------------------
 
     def entity_records(self) -> list[EntityRecord]:
