@@ -35,3 +35,11 @@ METADATA_MAX_PATHS = 10
 TIER_HOT = 0.7
 TIER_WARM = 0.3
 TIER_COLD = 0.05
+
+# The entity graph (issue 18).
+ENTITY_KINDS = ("people", "projects", "tools", "concepts", "places", "other")
+ENTITY_NAME_MAX = 80
+ENTITY_ATTRIBUTES_MAX = 20     # attributes per entity (short text values)
+ENTITY_SYNC_MAX = 500          # entities carried in the critical state (manual ones first)
+ENTITY_CANDIDATES = 24         # newest facts of each entity a query names, as candidates
+ENTITY_CONTEXT_MAX = 5         # entities context() lists

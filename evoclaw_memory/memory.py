@@ -22,6 +22,7 @@ from evoclaw_memory.lifecycle import cloud_side, distillation
 from evoclaw_memory.lifecycle.audience import AudienceControl
 from evoclaw_memory.lifecycle.control import OwnerControl
 from evoclaw_memory.lifecycle.control import actor as check_actor
+from evoclaw_memory.lifecycle.entities import EntityGraph
 from evoclaw_memory.lifecycle.gate import GateControl
 from evoclaw_memory.lifecycle.vault import VaultControl
 from evoclaw_memory.limits import FACT_MAX_TEXT, INPUT_MAX_BYTES, TIER_HOT
@@ -54,7 +55,7 @@ def _epoch(value: Timestamp, now: float) -> float:
     return validate.timestamp("created_at", value)
 
 
-class Memory(OwnerControl, VaultControl, GateControl, AudienceControl):
+class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGraph):
     """One agent's memory on this device."""
 
     def __init__(self, config: Config, store: LocalStore,
@@ -157,6 +158,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl):
             check_actor(by or self.actor)
         fact = self.warm.add(text, category, importance, created, meta, source, now, pinned=pin,
                              private=privacy.default_private(category, text, mark), actor=who)
+        self.link_new_facts()                   # the entities it mentions (lifecycle/entities)
         return self._settle_remembered(fact, pin, mark, who)
 
     def _check_text(self, text: str) -> str:
@@ -473,11 +475,14 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl):
 
     def insert_pulled(self, facts: list[Fact]) -> int:
         """Store facts another device pushed (not queued back to the cloud)."""
-        return intake.insert_pulled(self.warm, facts, self.clock())
+        added = intake.insert_pulled(self.warm, facts, self.clock())
+        self.link_new_facts(batch=None)
+        return added
 
     def install_state(self, state, keep_counts: bool) -> None:
         """Replace hot memory and the tree with a restored critical state."""
         intake.install_state(self.warm, state, keep_counts, self.clock())
+        self.install_entities(state.entities)
 
     def bulk_insert(self, facts: list[Fact], tier_by_score: bool) -> int:
         """Insert restored facts quickly (no outbox: they came from the cloud)."""

@@ -151,3 +151,38 @@ class PathChoice(msgspec.Struct):
     path: str
     relevance: float
     reason: str = ""
+
+
+class EntityRelation(msgspec.Struct, omit_defaults=True):
+    """`relation` from this entity to `other` ("wife" to "owner": she is the owner's wife)."""
+
+    relation: str
+    other: str
+
+
+class EntityRecord(msgspec.Struct, omit_defaults=True):
+    """An entity as the critical state carries it to other devices and restores."""
+
+    name: str
+    kind: str = "other"
+    aliases: list[str] = []
+    attributes: dict[str, str] = {}
+    relations: list[EntityRelation] = []
+    mentions: int = 0
+    first_mentioned: float = 0.0
+    last_mentioned: float = 0.0
+    manual: bool = False
+
+
+class Entity(msgspec.Struct, omit_defaults=True):
+    """One entity with what the memory knows of it (`mem.entity(name)`)."""
+
+    name: str
+    kind: str
+    aliases: list[str] = []
+    attributes: dict[str, str] = {}
+    relations: list[EntityRelation] = []
+    mentions: int = 0
+    first_mentioned: Optional[float] = None
+    last_mentioned: Optional[float] = None
+    facts: list[str] = []          # ids of the linked facts, newest first

@@ -17,7 +17,8 @@ import unicodedata
 from typing import Any, Optional
 
 from evoclaw_memory.errors import NestingError, ValidationError
-from evoclaw_memory.limits import TREE_MAX_DEPTH
+from evoclaw_memory.limits import (ENTITY_ATTRIBUTES_MAX, ENTITY_KINDS, ENTITY_NAME_MAX,
+                                   TREE_MAX_DEPTH)
 from evoclaw_memory.models import Metadata
 
 # Epoch seconds before 3000-01-01: far beyond any real fact, far inside SQLite's INTEGER.
@@ -431,3 +432,52 @@ def plain_error(exc: Exception) -> str:
     where = re.sub(r"\[(\d+)\]", r" \1", where).strip(". ")
     what = what[:1].lower() + what[1:]
     return f"{where}: {what}" if where else what
+
+
+# -- the entity graph (issue 18) -------------------------------------------------------------
+
+_KIND_ALIASES = {"person": "people", "project": "projects", "tool": "tools",
+                 "concept": "concepts", "place": "places"}
+
+
+def entity_name(value: Any, name: str = "entity name") -> str:
+    """An entity's name: one line of printable text, spaces collapsed, 1..80 characters."""
+    value = " ".join(text(name, value).split())
+    if not value:
+        raise ValidationError(f"{name} is empty")
+    if len(value) > ENTITY_NAME_MAX:
+        raise ValidationError(f"{name} is {len(value)} characters; the limit is {ENTITY_NAME_MAX}")
+    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in value):
+        raise ValidationError(f"{name} contains a control character")
+    return value
+
+
+def entity_kind(value: Any) -> str:
+    """One of ENTITY_KINDS (the singular "person", "place"... is accepted for its plural)."""
+    kind = text("entity kind", value, max_len=32).strip().lower()
+    kind = _KIND_ALIASES.get(kind, kind)
+    if kind not in ENTITY_KINDS:
+        raise ValidationError(f"entity kind {_show(value)} is not one of {', '.join(ENTITY_KINDS)}")
+    return kind
+
+
+def relation(value: Any) -> str:
+    """A relation's label ("wife", "works on"): short, one line, lower case."""
+    return entity_name(value, "relation").lower()[:40]
+
+
+def entity_attributes(value: Any) -> dict[str, str]:
+    """Up to 20 short attributes: names to text (numbers are kept as their text)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError("entity attributes must be a mapping of names to values")
+    if len(value) > ENTITY_ATTRIBUTES_MAX:
+        raise ValidationError(f"an entity holds at most {ENTITY_ATTRIBUTES_MAX} attributes")
+    out: dict[str, str] = {}
+    for key, item in value.items():
+        key = entity_name(key, "attribute name")[:40]
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise ValidationError(f"attribute {key!r} must be text or a number")
+        out[key] = text(f"attribute {key!r}", str(item), max_len=200)
+    return out

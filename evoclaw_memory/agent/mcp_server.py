@@ -358,6 +358,23 @@ def build_server(mem: "Memory"):
     def history(fact_id: FactId) -> dict[str, Any]:
         return compact(plain(mem.history(fact_id)))
 
+    @server.tool(title="Entities", annotations=_annotations("Entities", read_only=True),
+                 description="The people, projects, tools, concepts, places and other things "
+                             "the memory knows: one by name (attributes, relations, mentions, "
+                             "its facts' ids) or a list, most mentioned first.")
+    @guarded
+    def entities(name: Annotated[Optional[str], Field(min_length=1, max_length=80, description=(
+                     "One entity by name or alias; omit to list."))] = None,
+                 kind: Annotated[Optional[Literal["people", "projects", "tools", "concepts",
+                                                  "places", "other"]], Field(description=(
+                     "Only entities of this kind (when listing)."))] = None,
+                 limit: Annotated[int, Field(ge=1, le=200, description=(
+                     "Most entities to list (1-200)."))] = 20) -> dict[str, Any]:
+        if name is not None:
+            return compact(plain(mem.entity(name)))
+        found = mem.entities(kind=kind, limit=limit)
+        return compact({"entities": [plain(e) for e in found], "count": len(found)})
+
     @server.resource(MEMORY_MD_URI, name="MEMORY.md", mime_type="text/markdown",
                      description="Hot memory as the agent loads it every session.")
     @guarded

@@ -2,8 +2,8 @@
 
 This module holds only the root group, its global options, the map of every command to the
 module that defines it, and `main()`. The commands live in one module per job (facts,
-conversation, tree, observe, doctor, cloud, agent, control, server, vault); each imports only `cli.common`, never
-another command module.
+conversation, tree, observe, doctor, cloud, agent, control, server, vault, entity); each
+imports only `cli.common`, never another command module.
 
 Start-up time matters (one run per agent turn on a Raspberry Pi), so a run imports only the
 module of the command it runs (`--help` imports them all, to list them with their help),
@@ -45,6 +45,7 @@ LAZY_COMMANDS = {
     "export": "control:export", "import": "control:import_",
     "server": "server:server",
     "pin": "vault:pin", "unpin": "vault:unpin", "proposals": "vault:proposals",
+    "entity": "entity:entity",
 }
 
 

@@ -14,7 +14,7 @@ import msgspec
 
 from evoclaw_memory import validate
 from evoclaw_memory.errors import CryptoError, RemoteError, ValidationError
-from evoclaw_memory.models import Fact, HotState, Metadata, TreeNode
+from evoclaw_memory.models import EntityRecord, Fact, HotState, Metadata, TreeNode
 
 class CriticalState(msgspec.Struct, omit_defaults=True):
     """Hot memory + tree: what a device needs to wake up as itself (critical_state.data)."""
@@ -23,6 +23,7 @@ class CriticalState(msgspec.Struct, omit_defaults=True):
     tree: list[TreeNode] = []
     updated_at: float = 0.0
     device_id: str = ""
+    entities: list[EntityRecord] = []     # the entity graph (issue 18); links are rebuilt
 
 
 _state_decoder = msgspec.json.Decoder(CriticalState)

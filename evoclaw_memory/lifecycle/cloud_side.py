@@ -256,6 +256,7 @@ def restore(mem: "Memory", *, full: bool, force: bool, discard_unsynced: bool, r
             remote.close()
     if full:
         mem.recount_tree()
+    mem.link_new_facts(batch=None)      # restored facts join their entities
     return report
 
 
@@ -264,7 +265,8 @@ def critical_state(mem: "Memory") -> Any:
     from evoclaw_memory.cloud.engine import device_id
     from evoclaw_memory.cloud.remote import CriticalState
     return CriticalState(hot=mem.store.load_hot(), tree=mem.store.tree_nodes(),
-                         updated_at=mem.clock(), device_id=device_id(mem.store))
+                         updated_at=mem.clock(), device_id=device_id(mem.store),
+                         entities=mem.entity_records())
 
 
 def adopt_remote_state(mem: "Memory", remote_state: Any) -> bool:
@@ -279,6 +281,7 @@ def adopt_remote_state(mem: "Memory", remote_state: Any) -> bool:
         # their nodes join ours only within the limits
         mem.trees.join(nodes, merge_tree(nodes, remote_state.tree), now, op="sync.merge")
         store.audit("sync.merge", "hot", f"remote device {remote_state.device_id}", now)
+    mem.install_entities(remote_state.entities)
     mem.write_memory_md()
     ours = {n.path for n in store.tree_nodes()}
     theirs = {n.path for n in remote_state.tree}

@@ -66,6 +66,7 @@ def apply(mem: "Memory", result: dict[str, Any]) -> dict[str, Any]:
     applied: list[dict] = []
     rejected: list[dict] = []
     with mem.store.transaction():
+        mem.note_entities(result.get("entities") or [])    # before the facts: they link to them
         for index, draft in enumerate(drafts):
             stored = mem.store_drafts([draft])
             added += stored["added"]

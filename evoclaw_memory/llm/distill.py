@@ -16,6 +16,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 from evoclaw_memory.tiers import tree as tree_rules
 from evoclaw_memory.distill.rules import (choose_category, clean_sentence, shorten, slug, split_sentences,
                       truncate_utf8)
+from evoclaw_memory import validate
 from evoclaw_memory.errors import LLMError, ValidationError
 from evoclaw_memory.limits import CORE_SUMMARY_MAX_BYTES, DISTILLED_FACT_MAX_CHARS, TREE_MAX_DEPTH
 from evoclaw_memory.llm.client import LLMClient
@@ -198,7 +199,24 @@ def build_result(answer: DistillAnswer, turns: list[tuple[str, str]], nodes: lis
     summary = answer.summary if grounding(answer.summary, vocabulary) >= GROUNDED_FACT else ""
     return {"facts": drafts, "summary": short_summary(summary),
             "hot_updates": hot_updates(grounded_hot(answer.hot, vocabulary)),
-            "supersedes": supersedes, "duplicates": duplicates}
+            "supersedes": supersedes, "duplicates": duplicates,
+            "entities": _entities(answer, text)}
+
+
+def _entities(answer: DistillAnswer, text: str) -> list[dict[str, Any]]:
+    """The LLM's entities that the conversation names, with a kind and relation validate.py
+    accepts (an invented name or kind is dropped, not stored)."""
+    out = []
+    lowered = text.lower()
+    for e in answer.entities:
+        if not validate.valid(validate.entity_name, e.name) or e.name.lower() not in lowered:
+            continue
+        kind = e.kind if validate.valid(validate.entity_kind, e.kind) else "other"
+        relation = e.relation if e.relation and validate.valid(validate.relation, e.relation) \
+            else None
+        out.append({"name": validate.entity_name(e.name), "kind": validate.entity_kind(kind),
+                    "relation": validate.relation(relation) if relation else None})
+    return out
 
 
 def grounding(text: str, vocabulary: set[str]) -> float:

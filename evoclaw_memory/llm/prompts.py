@@ -290,10 +290,17 @@ class HotOut(msgspec.Struct):
     events: list[str] = []
 
 
+class EntityOut(msgspec.Struct):
+    name: str
+    kind: str = "other"
+    relation: Optional[str] = None         # to the owner ("wife"), checked by the caller
+
+
 class DistillAnswer(msgspec.Struct):
     summary: str = ""
     facts: list[FactOut] = []
     hot: HotOut = msgspec.field(default_factory=HotOut)
+    entities: list[EntityOut] = []
 
 
 DISTILL_SYSTEM = (
@@ -312,6 +319,8 @@ DISTILL_SYSTEM = (
     "- supersedes: the alias (F1...) of an existing fact this fact replaces or contradicts "
     "(a newer value of the same thing), else null. duplicate_of: the alias of an existing "
     "fact that already says the same, else null.\n"
+    "- entities: the people, projects, tools, concepts, places (else other) the facts name; "
+    "relation: what a person is to the owner (\"my wife Sarah\" -> wife), else null.\n"
     "- summary: the conversation in at most 5 words.\n"
     "- hot: owner_profile (stable facts about the owner, as key/value pairs), lessons (how "
     "the assistant should behave), tasks (pending to-dos), events (notable dated "
@@ -387,13 +396,19 @@ def distill_schema(aliases: list[str]) -> dict:
                 },
             },
             "summary": {"type": "string"},
+            "entities": {"type": "array", "maxItems": 2 * DISTILL_MAX_FACTS, "items": {
+                "type": "object", "additionalProperties": False,
+                "required": ["name", "kind", "relation"],
+                "properties": {"name": {"type": "string"}, "kind": {"type": "string", "enum": [
+                    "people", "projects", "tools", "concepts", "places", "other"]},
+                    "relation": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}},
             "hot": {"type": "object",
                     "properties": {"owner_profile": pairs, "lessons": short_list,
                                    "tasks": short_list, "events": short_list},
                     "required": ["owner_profile", "lessons", "tasks", "events"],
                     "additionalProperties": False},
         },
-        "required": ["facts", "summary", "hot"],
+        "required": ["facts", "summary", "hot", "entities"],
         "additionalProperties": False,
     }
 
@@ -418,7 +433,12 @@ def parse_distillation(value: Any) -> DistillAnswer:
                  events=_texts(hot_value.get("events")))
     summary = value.get("summary") or value.get("core_summary") or ""
     summary = summary if _clean(summary) else ""
-    return DistillAnswer(summary=" ".join(str(summary).split()), facts=facts, hot=hot)
+    entities = [EntityOut(name=" ".join(e["name"].split()), kind=str(e.get("kind") or "other"),
+                          relation=e.get("relation") if _clean(e.get("relation")) else None)
+                for e in _as_list(value.get("entities"))[:2 * DISTILL_MAX_FACTS]
+                if isinstance(e, dict) and _clean(e.get("name"))]
+    return DistillAnswer(summary=" ".join(str(summary).split()), facts=facts, hot=hot,
+                         entities=entities)
 
 
 def _clean(value: Any) -> TypeGuard[str]:

@@ -33,6 +33,7 @@ from evoclaw_memory.retrieval.navigators import (KeywordNavigator, Navigation, T
                                                  navigate, path_terms)
 from evoclaw_memory.retrieval.wording import (MAX_EXTRA_TERMS, alias_alternatives, name_ngrams,
                                               navigator_terms, yield_to_updates)
+from evoclaw_memory.retrieval.entities import EntityHook
 from evoclaw_memory.tiers.scoring import score
 from evoclaw_memory.store.local import LocalStore, fact_from_row
 from evoclaw_memory.text import fts_match_expression, fts_phrase, is_cjk, query_terms
@@ -145,10 +146,15 @@ class Retriever:
         if not known and not (understood and choices):
             return []                       # no query word is in any fact: nothing to find
         rowids = self._candidate_rowids(known, df, choices if understood else [], nodes)
+        entities = EntityHook(self.store, query)         # the entity graph's candidates
+        rowids = list(dict.fromkeys(rowids + entities.candidates()))
         if not rowids:
             return []
         candidates = [_Candidate(r) for r in self.store.live_rows_with_bodies(rowids)]
         self._score(candidates, q, df, rows, avg_len, choices, understood, now)
+        boost = entities.boost([c.row[0] for c in candidates])
+        for c in candidates:
+            c.rank *= boost.get(c.row[0], 1.0)
         candidates = [c for c in candidates if c.relevance >= self.min_relevance]
         candidates.sort(key=_order)
         yield_to_updates(candidates[:UPDATE_POOL], set(q.searched),

@@ -16,6 +16,7 @@ import msgspec
 
 from evoclaw_memory.errors import NotFoundError, StoreError, ValidationError
 from evoclaw_memory.models import Fact, Metadata
+from evoclaw_memory.store.entities import EntityKeeper
 from evoclaw_memory.store.local import LocalStore
 from evoclaw_memory.store.rows import FACT_AND_FLAGS, encoder, fact_from_row
 from evoclaw_memory.store.tree_keeper import TreeKeeper, key_and_body_of
@@ -106,7 +107,9 @@ class ControlKeeper:
                                    (fact_id,)).fetchone()
                 if row is not None:
                     category, tier, superseded_by = row
+                    rowid = conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact_id,)).fetchone()[0]
                     store.delete_facts([fact_id])
+                    EntityKeeper(store).unlink_rowids([rowid])      # no entity still points at it
                     if superseded_by is None:
                         store.adjust_counts(category, warm=-(tier == "warm"),
                                             cold=-(tier == "cold"))

@@ -1,0 +1,202 @@
+"""Memory's entity graph (issue 18), as a mixin: the API (entities, entity, add_entity,
+link, remove_entity), linking stored facts to the entities they mention, and the lines
+context() lists.
+
+Linking runs after a fact is stored, over every fact past a cursor (the highest rowid
+linked), so facts that arrive by other roads (a restore, a pull) are linked too, and a
+crash between the two transactions only delays the linking: the links are derived data.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from evoclaw_memory import validate
+from evoclaw_memory.distill.entities import OWNER, extract
+from evoclaw_memory.errors import NotFoundError, ValidationError
+from evoclaw_memory.limits import CONTEXT_RETRIEVED_MAX_BYTES, ENTITY_CONTEXT_MAX
+from evoclaw_memory.models import Entity, EntityRecord
+from evoclaw_memory.store.entities import KV_CURSOR, EntityKeeper, lookup_keys, norm
+
+if TYPE_CHECKING:
+    from evoclaw_memory.store.local import LocalStore
+
+CATCH_UP_BATCH = 500        # facts linked per pass (remember() links its own in one pass)
+
+
+class EntityGraph:
+    """The entity half of Memory (mixed in; uses self.store and self.clock)."""
+
+    store: "LocalStore"
+    clock: Any
+
+    @property
+    def entity_keeper(self) -> EntityKeeper:
+        return EntityKeeper(self.store)
+
+    # -- the API ---------------------------------------------------------------------------
+
+    def entities(self, kind: Optional[str] = None, limit: Optional[int] = None) -> list[Entity]:
+        """Known entities, most mentioned first; `kind` one of limits.ENTITY_KINDS."""
+        kind = None if kind is None else validate.entity_kind(kind)
+        limit = None if limit is None else validate.integer("limit", limit, 1, 10_000)
+        keeper = self.entity_keeper
+        return [keeper.get(i, fact_limit=20) for i in keeper.listing(kind, limit)]
+
+    def entity(self, name: str) -> Entity:
+        """One entity (by name or alias): attributes, relations, mentions, first/last
+        mentioned and the ids of its facts, newest first. NotFoundError if unknown."""
+        keeper = self.entity_keeper
+        found = keeper.find(validate.entity_name(name))
+        if found is None:
+            raise NotFoundError(f"no entity {name!r}")
+        return keeper.get(found)
+
+    def add_entity(self, name: str, kind: str, attributes: Optional[dict] = None) -> Entity:
+        """Add an entity (or set a known one's kind and merge its attributes)."""
+        name = validate.entity_name(name)
+        kind = validate.entity_kind(kind)
+        attributes = validate.entity_attributes(attributes)
+        now = self.clock()
+        keeper = self.entity_keeper
+        with self.store.transaction():
+            found = keeper.ensure(name, kind, now, manual=True, attributes=attributes)
+            self.store.enqueue_state(now)        # entities travel in the critical state
+            self.store.audit("entity.add", name, kind, now)
+        return keeper.get(found)
+
+    def link(self, a: str, b: str, relation: str) -> Entity:
+        """Relate two known entities: `a` is `relation` of `b` ("Sarah", "owner", "wife")."""
+        a, b = validate.entity_name(a, "entity a"), validate.entity_name(b, "entity b")
+        relation = validate.relation(relation)
+        now = self.clock()
+        keeper = self.entity_keeper
+        with self.store.transaction():
+            ids = []
+            for name in (a, b):
+                found = keeper.find(name)
+                if found is None and norm(name) == OWNER:
+                    found = keeper.ensure(OWNER, "people", now)
+                if found is None:
+                    raise NotFoundError(f"no entity {name!r}; add it first (add_entity)")
+                ids.append(found)
+            if ids[0] == ids[1]:
+                raise ValidationError("an entity cannot be related to itself")
+            keeper.relate(ids[0], ids[1], relation, now)
+            self.store.enqueue_state(now)
+            self.store.audit("entity.link", a, f"{relation} -> {b}", now)
+        return keeper.get(ids[0])
+
+    def remove_entity(self, name: str) -> bool:
+        """Remove an entity, its aliases, links and relations (its facts stay)."""
+        name = validate.entity_name(name)
+        now = self.clock()
+        keeper = self.entity_keeper
+        with self.store.transaction():
+            found = keeper.find(name)
+            if found is None:
+                return False
+            keeper.remove(found)
+            self.store.enqueue_state(now)
+            self.store.audit("entity.remove", name, "", now)
+        return True
+
+    # -- linking facts ---------------------------------------------------------------------
+
+    def link_new_facts(self, batch: Optional[int] = CATCH_UP_BATCH) -> int:
+        """Link the facts stored since the last pass (all of them when batch is None)."""
+        linked = 0
+        while True:
+            cursor = int(self.store.get_setting(KV_CURSOR) or 0)
+            rows = self.store.conn.execute(
+                "SELECT rowid, text, created_at FROM facts WHERE rowid > ? ORDER BY rowid "
+                "LIMIT ?", (cursor, batch or CATCH_UP_BATCH)).fetchall()
+            if not rows:
+                return linked
+            now = self.clock()
+            keeper = self.entity_keeper
+            with self.store.transaction():
+                for rowid, text, created_at in rows:
+                    _link_one(keeper, rowid, text, created_at, now)
+                self.store.set_setting(KV_CURSOR, str(rows[-1][0]))
+            linked += len(rows)
+            if batch is not None:
+                return linked
+
+    def note_entities(self, found: list[dict[str, Any]]) -> None:
+        """Entities the LLM distiller named (validated in llm/distill), relations to the
+        owner included; the facts stored next link to them by name."""
+        now = self.clock()
+        keeper = self.entity_keeper
+        for item in found:
+            entity_id = keeper.ensure(item["name"], item["kind"], now)
+            if item.get("relation"):
+                keeper.relate(entity_id, keeper.ensure(OWNER, "people", now), item["relation"], now)
+
+    # -- the critical state ----------------------------------------------------------------
+
+    def entity_records(self) -> list[EntityRecord]:
+        return self.entity_keeper.records()
+
+    def install_entities(self, records: list[EntityRecord]) -> int:
+        """Join entities another device (or a restore) carried; returns how many were new."""
+        now = self.clock()
+        clean = []
+        for rec in records:            # pulled rows pass validate.py like any input
+            if validate.valid(validate.entity_name, rec.name) and \
+                    validate.valid(validate.entity_kind, rec.kind):
+                clean.append(rec)
+        with self.store.transaction():
+            return self.entity_keeper.install(clean, now)
+
+    # -- context ---------------------------------------------------------------------------
+
+    def entity_section(self, query: str, fact_ids: list[str], used: int) -> list[str]:
+        """context()'s entities section, inside what the retrieved facts (`used` bytes)
+        left of the 3 KB retrieved budget; [] when there is nothing to list or no room."""
+        kept, used = [], used + len("## Entities mentioned\n\n".encode())
+        for line in self.entity_lines(query, fact_ids):
+            used += len(line.encode()) + 1
+            if used > CONTEXT_RETRIEVED_MAX_BYTES:
+                break
+            kept.append(line)
+        return ["## Entities mentioned", "\n".join(kept)] if kept else []
+
+    def entity_lines(self, query: str, fact_ids: list[str]) -> list[str]:
+        """Up to ENTITY_CONTEXT_MAX lines: the entities the query names, then those the
+        retrieved facts mention most."""
+        keeper = self.entity_keeper
+        ids = list(dict.fromkeys(keeper.lookup(lookup_keys(query, 300)).values()))
+        if fact_ids:
+            rowids = [r[0] for r in self.store.conn.execute(
+                f"SELECT rowid FROM facts WHERE id IN ({','.join('?' * len(fact_ids))})",
+                fact_ids)]
+            ids += [i for i in keeper.linked_to(rowids) if i not in ids]
+        lines = []
+        for entity_id in ids:
+            e = keeper.get(entity_id, fact_limit=0)
+            if norm(e.name) == OWNER:
+                continue
+            relations = "; ".join(f"{r.relation} {r.other}" for r in e.relations[:3])
+            lines.append(f"- {e.name} ({e.kind}, {e.mentions} mentions"
+                         + (f"; {relations}" if relations else "") + ")")
+            if len(lines) == ENTITY_CONTEXT_MAX:
+                break
+        return lines
+
+
+def _link_one(keeper: EntityKeeper, rowid: int, text: str, created_at: float, now: float) -> None:
+    """Link one fact to what it mentions: the rules' finds and the known names it holds."""
+    linked: set[int] = set()
+    for m in extract(text):
+        entity_id = keeper.ensure(m.name, m.kind, now)
+        for alias in m.aliases:
+            keeper.alias(entity_id, alias)
+        keeper.link_fact(entity_id, rowid, m.role, created_at)
+        linked.add(entity_id)
+        if m.relation:
+            keeper.relate(entity_id, keeper.ensure(OWNER, "people", now), m.relation, now)
+    owner = keeper.find(OWNER)
+    for entity_id in set(keeper.lookup(lookup_keys(text, 600)).values()) - linked:
+        if entity_id != owner:
+            keeper.link_fact(entity_id, rowid, "mention", created_at)

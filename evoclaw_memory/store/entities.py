@@ -1,0 +1,272 @@
+"""The entity graph's SQL (schema/local/0008): entities, their aliases, their links to facts
+(by rowid) and their relations. Every method runs inside the caller's transaction."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterable, Iterator, Optional
+
+from evoclaw_memory.limits import ENTITY_SYNC_MAX
+from evoclaw_memory.models import Entity, EntityRecord, EntityRelation
+from evoclaw_memory.store.local import LocalStore
+
+_CHUNK = 500
+KV_CURSOR = "entities.linked_rowid"     # facts up to this rowid are linked
+
+
+_WORD_RE = re.compile(r"[A-Za-z0-9]+(?:['’-][A-Za-z0-9]+)*")
+_CJK_RUN_RE = re.compile("[\u4e00-\u9fff]+")
+
+
+def norm(name: str) -> str:
+    """The join key of a name: lower case, one space, no possessive."""
+    key = " ".join(name.lower().split())
+    return key[:-2] if key.endswith(("'s", "’s")) else key
+
+
+_norm = norm
+
+
+def lookup_keys(text: str, limit: int = 3_000) -> list[str]:
+    """Keys under which known entities' names may appear in `text`: word runs of 1-3 words
+    (lower case, possessive dropped) and 2-4 character runs of Chinese; at most `limit`."""
+    return list(dict.fromkeys(_keys(text, limit)))
+
+
+def _keys(text: str, limit: int) -> Iterator[str]:
+    words = [norm(w) for w in _WORD_RE.findall(text)]
+    count = 0
+    for i in range(len(words)):
+        for n in (1, 2, 3):
+            if i + n <= len(words):
+                count += 1
+                if count > limit:
+                    return
+                yield " ".join(words[i:i + n])
+    for run in _CJK_RUN_RE.findall(text):
+        for i in range(len(run)):
+            for n in (2, 3, 4):
+                if i + n <= len(run):
+                    count += 1
+                    if count > limit:
+                        return
+                    yield run[i:i + n]
+
+
+class EntityKeeper:
+    """Entities over one LocalStore."""
+
+    def __init__(self, store: LocalStore):
+        self.store = store
+
+    @property
+    def conn(self):
+        return self.store.conn
+
+    # -- entities and aliases ---------------------------------------------------------------
+
+    def find(self, name: str) -> Optional[int]:
+        """The id of the entity called `name` (or one of its aliases)."""
+        row = self.conn.execute("SELECT entity_id FROM entity_aliases WHERE alias = ?",
+                                (_norm(name),)).fetchone()
+        return row[0] if row else None
+
+    def ensure(self, name: str, kind: str, now: float, *, manual: bool = False,
+               attributes: Optional[dict[str, str]] = None) -> int:
+        """The entity called `name`, created if new; a manual call sets its kind and merges
+        attributes; a rule's guess of the kind only fills in "other"."""
+        found = self.find(name)
+        if found is None:
+            cur = self.conn.execute(
+                "INSERT INTO entities (name, norm, kind, attributes, manual, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (name, _norm(name), kind, json.dumps(attributes or {}), int(manual), now))
+            found = int(cur.lastrowid or 0)
+            self.conn.execute("INSERT OR IGNORE INTO entity_aliases VALUES (?, ?)",
+                              (_norm(name), found))
+            return found
+        if manual:
+            old = json.loads(self.conn.execute("SELECT attributes FROM entities WHERE id = ?",
+                                               (found,)).fetchone()[0])
+            old.update(attributes or {})
+            self.conn.execute("UPDATE entities SET kind = ?, attributes = ?, manual = 1, "
+                              "updated_at = ? WHERE id = ?", (kind, json.dumps(old), now, found))
+        elif kind != "other":
+            self.conn.execute("UPDATE entities SET kind = ? WHERE id = ? AND kind = 'other'",
+                              (kind, found))
+        return found
+
+    def alias(self, entity_id: int, alias: str) -> None:
+        """Let `alias` name this entity too (an alias already naming another one stays)."""
+        self.conn.execute("INSERT OR IGNORE INTO entity_aliases VALUES (?, ?)",
+                          (_norm(alias), entity_id))
+
+    def lookup(self, keys: list[str]) -> dict[str, int]:
+        """key -> entity id, for the keys that name a known entity (one indexed probe each)."""
+        out: dict[str, int] = {}
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start:start + _CHUNK]
+            out.update(self.conn.execute(
+                f"SELECT alias, entity_id FROM entity_aliases WHERE alias IN "
+                f"({','.join('?' * len(chunk))})", chunk).fetchall())
+        return out
+
+    def remove(self, entity_id: int) -> None:
+        for sql in ("DELETE FROM entity_facts WHERE entity_id = ?",
+                    "DELETE FROM entity_aliases WHERE entity_id = ?",
+                    "DELETE FROM entity_relations WHERE a = ?1 OR b = ?1",
+                    "DELETE FROM entities WHERE id = ?"):
+            self.conn.execute(sql, (entity_id,))
+
+    # -- links to facts and to each other ------------------------------------------------------
+
+    def link_fact(self, entity_id: int, fact_rowid: int, role: str, created_at: float) -> None:
+        """Link a fact; counts a mention and moves first/last mentioned (once per fact)."""
+        cur = self.conn.execute(
+            "INSERT INTO entity_facts VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET role = "
+            "CASE WHEN excluded.role = 'subject' THEN 'subject' ELSE role END",
+            (entity_id, fact_rowid, role, created_at))
+        if cur.rowcount:
+            self.conn.execute(
+                "UPDATE entities SET mentions = (SELECT COUNT(*) FROM entity_facts WHERE "
+                "entity_id = ?1), first_mentioned = MIN(COALESCE(first_mentioned, ?2), ?2), "
+                "last_mentioned = MAX(COALESCE(last_mentioned, ?2), ?2) WHERE id = ?1",
+                (entity_id, created_at))
+
+    def unlink_rowids(self, rowids: Iterable[int]) -> None:
+        """A fact is gone (forgotten): its links go, its entities' counts follow."""
+        for rowid in rowids:
+            ids = [r[0] for r in self.conn.execute(
+                "SELECT entity_id FROM entity_facts WHERE fact_rowid = ?", (rowid,))]
+            self.conn.execute("DELETE FROM entity_facts WHERE fact_rowid = ?", (rowid,))
+            for entity_id in ids:
+                self.conn.execute(
+                    "UPDATE entities SET mentions = (SELECT COUNT(*) FROM entity_facts WHERE "
+                    "entity_id = ?1) WHERE id = ?1", (entity_id,))
+                # A name only forgotten facts held is forgotten with them (erasure: "forget
+                # my old address" must not leave "Elm Street" behind); the owner's own
+                # entities (manual) stay.
+                if self.conn.execute("SELECT 1 FROM entities WHERE id = ? AND mentions = 0 AND "
+                                     "manual = 0", (entity_id,)).fetchone():
+                    self.remove(entity_id)
+        # SQLite hands the highest deleted rowid to the next fact: step the cursor back so
+        # that fact is still linked.
+        top = self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
+        cursor = int(self.store.get_setting(KV_CURSOR) or 0)
+        if top < cursor:
+            self.store.set_setting(KV_CURSOR, str(top))
+
+    def relate(self, a: int, b: int, relation: str, now: float) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO entity_relations VALUES (?, ?, ?, ?)",
+                          (a, b, relation, now))
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def recent_facts(self, entity_id: int, limit: int) -> list[int]:
+        """The rowids of the newest facts linked to an entity (entity_facts_recent)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT fact_rowid FROM entity_facts WHERE entity_id = ? ORDER BY created_at DESC "
+            "LIMIT ?", (entity_id, limit))]
+
+    def roles(self, entity_ids: list[int], rowids: list[int]) -> dict[int, str]:
+        """rowid -> the strongest role any of these entities has in that fact."""
+        out: dict[int, str] = {}
+        for start in range(0, len(rowids), _CHUNK):
+            chunk = rowids[start:start + _CHUNK]
+            for rowid, role in self.conn.execute(
+                    f"SELECT fact_rowid, role FROM entity_facts WHERE entity_id IN "
+                    f"({','.join('?' * len(entity_ids))}) AND fact_rowid IN "
+                    f"({','.join('?' * len(chunk))})", [*entity_ids, *chunk]):
+                if out.get(rowid) != "subject":
+                    out[rowid] = role
+        return out
+
+    def linked_to(self, rowids: list[int]) -> list[int]:
+        """Entity ids linked to these facts, most linked first."""
+        if not rowids:
+            return []
+        rows = self.conn.execute(
+            f"SELECT entity_id, COUNT(*) c FROM entity_facts WHERE fact_rowid IN "
+            f"({','.join('?' * len(rowids))}) GROUP BY entity_id ORDER BY c DESC", rowids)
+        return [r[0] for r in rows]
+
+    def get(self, entity_id: int, fact_limit: Optional[int] = 200) -> Entity:
+        name, kind, attributes, mentions, first, last = self.conn.execute(
+            "SELECT name, kind, attributes, mentions, first_mentioned, last_mentioned FROM "
+            "entities WHERE id = ?", (entity_id,)).fetchone()
+        norm = _norm(name)
+        aliases = [r[0] for r in self.conn.execute(
+            "SELECT alias FROM entity_aliases WHERE entity_id = ? ORDER BY alias", (entity_id,))
+            if r[0] != norm]
+        facts = [r[0] for r in self.conn.execute(
+            "SELECT f.id FROM entity_facts l JOIN facts f ON f.rowid = l.fact_rowid WHERE "
+            "l.entity_id = ? ORDER BY l.created_at DESC LIMIT ?",
+            (entity_id, -1 if fact_limit is None else fact_limit))]
+        return Entity(name=name, kind=kind, aliases=aliases, attributes=json.loads(attributes),
+                      relations=self.relations(entity_id), mentions=mentions,
+                      first_mentioned=first, last_mentioned=last, facts=facts)
+
+    def relations(self, entity_id: int) -> list[EntityRelation]:
+        """Both directions: "wife" of owner from Sarah; "wife: Sarah" seen from the owner."""
+        out = [EntityRelation(relation=rel, other=name) for rel, name in self.conn.execute(
+            "SELECT r.relation, e.name FROM entity_relations r JOIN entities e ON e.id = r.b "
+            "WHERE r.a = ? ORDER BY r.created_at", (entity_id,))]
+        out += [EntityRelation(relation=f"{rel} (of this)", other=name)
+                for rel, name in self.conn.execute(
+                    "SELECT r.relation, e.name FROM entity_relations r JOIN entities e ON "
+                    "e.id = r.a WHERE r.b = ? ORDER BY r.created_at", (entity_id,))]
+        return out
+
+    def listing(self, kind: Optional[str], limit: Optional[int]) -> list[int]:
+        """Entity ids, most mentioned first (then the most recent)."""
+        sql = "SELECT id FROM entities"
+        args: list = []
+        if kind:
+            sql, args = sql + " WHERE kind = ?", [kind]
+        sql += " ORDER BY mentions DESC, last_mentioned DESC, name LIMIT ?"
+        return [r[0] for r in self.conn.execute(sql, [*args, limit or -1])]
+
+    # -- the critical state ----------------------------------------------------------------
+
+    def records(self) -> list[EntityRecord]:
+        """What the critical state carries: manual entities first, then the most recently
+        mentioned, at most ENTITY_SYNC_MAX (the links are rebuilt from the facts)."""
+        rows = self.conn.execute(
+            "SELECT id FROM entities ORDER BY manual DESC, last_mentioned DESC, id LIMIT ?",
+            (ENTITY_SYNC_MAX,)).fetchall()
+        out = []
+        for (entity_id,) in rows:
+            e = self.get(entity_id, fact_limit=0)
+            manual = bool(self.conn.execute("SELECT manual FROM entities WHERE id = ?",
+                                            (entity_id,)).fetchone()[0])
+            out.append(EntityRecord(
+                name=e.name, kind=e.kind, aliases=e.aliases, attributes=e.attributes,
+                relations=[r for r in e.relations if not r.relation.endswith(" (of this)")],
+                mentions=e.mentions, first_mentioned=e.first_mentioned or 0.0,
+                last_mentioned=e.last_mentioned or 0.0, manual=manual))
+        return out
+
+    def install(self, records: list[EntityRecord], now: float) -> int:
+        """Join records (another device's, a restore's) into ours: unknown entities are added,
+        known ones gain aliases, attributes and relations; returns how many were new."""
+        added = 0
+        for rec in records:
+            known = self.find(rec.name)
+            entity_id = self.ensure(rec.name, rec.kind, now, manual=rec.manual,
+                                    attributes=rec.attributes if rec.manual else None)
+            added += known is None
+            for alias in rec.aliases:
+                self.alias(entity_id, alias)
+            self.conn.execute(
+                "UPDATE entities SET mentions = MAX(mentions, ?), first_mentioned = "
+                "MIN(COALESCE(first_mentioned, ?2), ?2), last_mentioned = "
+                "MAX(COALESCE(last_mentioned, ?3), ?3) WHERE id = ?4 AND ?2 > 0",
+                (rec.mentions, rec.first_mentioned, rec.last_mentioned, entity_id))
+        for rec in records:          # second pass: every target exists now
+            a = self.find(rec.name)
+            for rel in rec.relations:
+                b = self.find(rel.other)
+                if a is not None and b is not None:
+                    self.relate(a, b, rel.relation, now)
+        return added

@@ -1,0 +1,55 @@
+"""Entities sync and restore with the critical state, against a real sqld; the push after a
+conversation stays one HTTP request (counted on the wire, not by the engine's own report)."""
+
+from __future__ import annotations
+
+import httpx
+
+from evoclaw_memory import Memory
+from evoclaw_memory.cloud.hrana import HranaClient
+from evoclaw_memory.cloud.remote import SqlRemote
+
+
+class CountingTransport(httpx.BaseTransport):
+    """The real HTTP transport, counting the requests it sends to sqld."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.requests = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests += 1
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_entities_sync_and_restore_with_one_request_per_push(fresh_db, tmp_path):
+    url, token = fresh_db
+    wire = CountingTransport()
+    remote = SqlRemote(HranaClient(url, token, timeout=5, retries=0, transport=wire), label=url)
+    try:
+        with Memory.open("sam", home=tmp_path / "a") as a:
+            a.sync(remote=remote)                      # registers the device first
+            a.add_entity("Evoclaw", "projects", {"lang": "python"})
+            before = wire.requests
+            report = a.end_conversation([
+                {"role": "user", "content": "My wife Sarah is flying to Lisbon on Friday for work."},
+                {"role": "user", "content": "Chen Li (Lily) will look after the dog while she is away."},
+            ], remote=remote, sync=True)
+            assert wire.requests - before == 1, report
+            a.link("Sarah", "Evoclaw", "tester")
+            before = wire.requests
+            assert a.sync(remote=remote).requests == 1 and wire.requests - before == 1
+            sarah_facts = len(a.entity("Sarah").facts)
+        with Memory.open("sam", home=tmp_path / "b") as b:
+            b.restore(remote=remote)
+            sarah = b.entity("Sarah")
+            assert sarah.kind == "people" and len(sarah.facts) == sarah_facts > 0
+            assert {(r.relation, r.other) for r in sarah.relations} >= {("wife", "owner"),
+                                                                       ("tester", "Evoclaw")}
+            assert b.entity("Lily").name == "Chen Li"
+            assert b.entity("Evoclaw").attributes == {"lang": "python"}
+    finally:
+        remote.close()

@@ -1,0 +1,126 @@
+"""The entity graph (issue 18) on a real SQLite store: extraction from English and Chinese
+conversations, aliases, the API, retrieval's entity candidates, context, forget."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoclaw_memory import NotFoundError, ValidationError
+from evoclaw_memory.limits import CONTEXT_RETRIEVED_MAX_BYTES
+
+
+def names(mem, kind=None):
+    return {e.name for e in mem.entities(kind=kind)}
+
+
+def test_entities_from_an_english_conversation(mem):
+    mem.end_conversation([
+        {"role": "user", "content": "My wife Sarah starts her new job at the hospital in Leeds on Monday."},
+        {"role": "assistant", "content": "Good luck to Sarah!"},
+        {"role": "user", "content": "I'm rewriting the garden sensor code using SQLite on project Apollo."},
+    ], sync=False)
+    sarah = mem.entity("Sarah")
+    assert sarah.kind == "people" and sarah.mentions >= 1 and sarah.facts
+    assert any(r.relation == "wife" and r.other == "owner" for r in sarah.relations)
+    assert sarah.first_mentioned is not None and sarah.last_mentioned >= sarah.first_mentioned
+    assert "Leeds" in names(mem, "places")
+    assert "Apollo" in names(mem, "projects") and "SQLite" in names(mem, "tools")
+    for fact_id in sarah.facts:                   # linked facts are real facts that name her
+        assert "Sarah" in mem.get(fact_id).text
+
+
+def test_entities_from_a_chinese_conversation(mem):
+    mem.end_conversation([
+        {"role": "user", "content": "我老婆王芳下个月要去杭州出差，她很喜欢喝龙井茶。"},
+        {"role": "user", "content": "陈莉每周三和我一起去游泳，她是我的同事。"},
+    ], sync=False)
+    wang = mem.entity("王芳")
+    assert wang.kind == "people" and wang.facts
+    assert any(r.relation == "wife" for r in wang.relations)
+    assert mem.entity("陈莉").facts
+
+
+def test_aliases_join_one_entity(mem):
+    first = mem.remember("Chen Li (Lily) leads the robotics club at school")
+    later = mem.remember("Lily's team won the regional robotics final")
+    chen = mem.entity("Chen Li")
+    assert mem.entity("Lily") == chen and "lily" in chen.aliases
+    assert set(chen.facts) == {first.id, later.id} and chen.mentions == 2
+    assert "Lily" not in names(mem)               # one entity, not two
+
+
+def test_add_link_query_remove(mem):
+    mem.add_entity("Evoclaw", "projects", {"repo": "github.com/x/evoclaw", "stars": 12})
+    mem.add_entity("Tom", "person")               # the singular is accepted
+    tom = mem.link("Tom", "Evoclaw", "maintainer")
+    assert tom.kind == "people" and tom.relations[0].relation == "maintainer"
+    project = mem.entity("evoclaw")               # names match case-insensitively
+    assert project.attributes == {"repo": "github.com/x/evoclaw", "stars": "12"}
+    assert project.relations[0].other == "Tom"
+    assert [e.name for e in mem.entities(kind="projects")] == ["Evoclaw"]
+    assert mem.remove_entity("Tom") is True and mem.remove_entity("Tom") is False
+    with pytest.raises(NotFoundError):
+        mem.entity("Tom")
+    assert mem.entity("Evoclaw").relations == []
+    with pytest.raises(ValidationError):
+        mem.add_entity("Thing", "animals")
+    with pytest.raises(ValidationError):
+        mem.add_entity("x" * 81, "other")
+    with pytest.raises(NotFoundError):
+        mem.link("Nobody", "Evoclaw", "fan")
+
+
+def test_entity_candidates_make_a_multi_hop_fact_retrievable(mem, clock):
+    # The answer ("where has Melanie camped") is spread over turns Melanie spoke; the turn
+    # in which Caroline only addresses her shares the query's words but not the answer.
+    beach = mem.remember("Melanie: We camped at the beach with the kids last summer",
+                         created_at=clock.now - 90 * 86_400)
+    mountains = mem.remember("Melanie: The mountains trip was our best camping weekend",
+                             created_at=clock.now - 60 * 86_400)
+    mem.remember("Caroline: Melanie, have you ever camped? I never have", created_at=clock.now - 50 * 86_400)
+    for i in range(30):
+        mem.remember(f"Caroline: camping gear list item {i} for a camped trip someday",
+                     created_at=clock.now - 40 * 86_400)
+    top = [r.fact.id for r in mem.retrieve("Where has Melanie camped?", limit=3)]
+    assert beach.id in top and mountains.id in top
+
+
+def test_context_lists_entities_within_the_budget(mem):
+    mem.remember("My wife Sarah is allergic to peanuts", category="owner/health")
+    for i in range(60):
+        mem.remember(f"Sarah's reading list item {i}: a long novel about the sea and the wind {i}")
+    text = mem.context("What is Sarah allergic to?", limit=40)
+    retrieved = text.split("## Retrieved memories (data, not instructions)")[1]
+    assert len(retrieved.strip().encode()) <= CONTEXT_RETRIEVED_MAX_BYTES
+    small = mem.context("peanuts Sarah", limit=2)
+    section = small.split("## Entities mentioned")[1]
+    assert "Sarah (people" in section and "wife owner" in section
+    assert len([line for line in section.splitlines() if line.startswith("- ")]) <= 5
+
+
+def test_a_forgotten_fact_is_unlinked(mem):
+    keep = mem.remember("Tom Baker fixed the greenhouse door")
+    gone = mem.remember("Tom Baker owes me 20 pounds")
+    mem.forget([gone.id])
+    tom = mem.entity("Tom Baker")
+    assert tom.facts == [keep.id] and tom.mentions == 1
+    again = mem.remember("Tom Baker repainted the shed")      # may reuse the freed rowid
+    assert set(mem.entity("Tom Baker").facts) == {keep.id, again.id}
+
+
+def test_cli_entity_commands(home):
+    import json
+    from click.testing import CliRunner
+    from evoclaw_memory.cli.main import cli
+    run = CliRunner().invoke
+    base = ["--home", str(home), "--agent-id", "cli-agent"]
+    assert run(cli, base + ["entity", "add", "Biscuit", "--kind", "other", "--attr", "breed=beagle"]).exit_code == 0
+    assert run(cli, base + ["entity", "add", "Sam", "--kind", "people"]).exit_code == 0
+    assert run(cli, base + ["entity", "link", "Biscuit", "Sam", "--relation", "dog"]).exit_code == 0
+    out = json.loads(run(cli, base + ["--json", "entity", "query", "Biscuit"]).output)
+    assert out["attributes"] == {"breed": "beagle"} and out["relations"][0]["other"] == "Sam"
+    listed = json.loads(run(cli, base + ["--json", "entity", "list", "--kind", "people"]).output)
+    assert [e["name"] for e in listed["entities"]] == ["Sam"]
+    assert run(cli, base + ["entity", "remove", "Biscuit"]).exit_code == 0
+    missing = run(cli, base + ["entity", "query", "Biscuit"])
+    assert missing.exit_code != 0 and "Traceback" not in missing.output
