@@ -325,3 +325,24 @@ def test_cli_distill_llm_falls_back_when_the_server_is_down(home):
     assert parsed["mode"] == "rules-fallback" and parsed["llm_calls"] == 1
     rules = runner.invoke(cli, ["distill", "--rules", "--json", "--text", "I love hiking."], env=env)
     assert json.loads(rules.stdout)["mode"] == "rules"
+
+
+# -- the LLM's forget / correct operations (issue 14) -------------------------------------
+
+def test_the_llms_forget_acts_only_on_the_owners_request_and_corrections_are_candidates(llm_mem):
+    """The one call may return forget/correct on the facts it was shown (by alias): a forget
+    acts when the owner's words ask for one; without such words it, like every correction,
+    is only a candidate in the report (a model that misreads must not erase)."""
+    mem, fake, old = llm_mem(answer(facts=[], forget=["F1"],
+                                    correct=[{"fact": "F1", "text": "Biscuit's vet is Dr Okafor"}]))
+    talk = [{"role": "user", "content": "Biscuit's vet at Leeds Vets, Dr Patel, was lovely."}]
+    report = mem.end_conversation(talk, sync=False, consolidate=False)
+    assert report["forgotten"] == []
+    ops = {(c["op"], c["fact_id"]) for c in report["forget_candidates"]}
+    assert ("forget", old.id) in ops and ("correct", old.id) in ops
+    assert mem.get(old.id).text == old.text                       # nothing changed
+    said = [{"role": "user", "content": "Please forget about the old vet, scratch that."}]
+    report = mem.end_conversation(said, sync=False, consolidate=False)
+    assert old.id in report["forgotten"]
+    assert not [f for f in mem.facts() if f.id == old.id]
+    assert '"forget"' in json.dumps(fake.bodies[-1])          # the schema asks for it

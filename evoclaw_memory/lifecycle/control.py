@@ -190,7 +190,8 @@ class OwnerControl:
 
 
 def act_on_triggers(mem: "OwnerControl", messages: Any, exclude: Iterable[str] = (),
-                    by: str = "bot:rules") -> dict[str, list]:
+                    by: str = "bot:rules", llm_forget: Iterable[str] = (),
+                    llm_correct: Iterable[dict] = ()) -> dict[str, list]:
     """Resolve the conversation's forget/correct triggers against the stored facts.
 
     A forget acts on the one live fact that holds every meaningful word of what the owner
@@ -219,6 +220,25 @@ def act_on_triggers(mem: "OwnerControl", messages: Any, exclude: Iterable[str] =
             if fact.id not in forgotten:
                 candidates.append({"op": trig.kind, "fact_id": fact.id, "text": fact.text,
                                    "said": trig.said[:200], "replacement": trig.replacement})
+    # The LLM's own reading (its one distillation call) names facts by the ids it was shown.
+    # A model can be wrong, so its forget acts only when the owner's words hold a forget
+    # request at all; otherwise, like every correction, it is a candidate to confirm.
+    asked = any(t.kind == "forget" for t in find_triggers(messages))
+    llm_ids = [i for i in dict.fromkeys(llm_forget) if i not in skip and i not in forgotten]
+    named = {f.id: f for f in mem.store.facts_by_ids(llm_ids) if f.superseded_by is None}
+    for fact_id, fact in named.items():
+        if asked:
+            mem.control.forget([fact_id], "bot:llm", mem.clock())
+            forgotten.append(fact_id)
+        else:
+            candidates.append({"op": "forget", "fact_id": fact_id, "text": fact.text,
+                               "said": "(the LLM read a forget request)", "replacement": None})
+    corrected = {c["old_id"]: c["text"] for c in llm_correct if c.get("old_id")}
+    for fact in mem.store.facts_by_ids(list(corrected)):
+        if fact.id not in forgotten and fact.superseded_by is None:
+            candidates.append({"op": "correct", "fact_id": fact.id, "text": fact.text,
+                               "said": "(the LLM read a correction)",
+                               "replacement": corrected[fact.id]})
     # The request itself ("never mind, scratch that") is not a fact to keep.
     said = {normalized_key(t.said) for t in find_triggers(messages) if t.kind == "forget"}
     stale = [f.id for f in mem.store.facts_by_ids(list(skip)) if normalized_key(f.text) in said]

@@ -64,7 +64,9 @@ def end_conversation(mem: "Memory", messages: Union[str, list], *, at: Optional[
     # "forget about X", "scratch that": act on clear matches, report the rest (SPEC §5b).
     from evoclaw_memory.lifecycle.control import act_on_triggers
     control = act_on_triggers(mem, messages, exclude=[getattr(f, "id", "") for f in
-                                                      applied.get("added", [])])
+                                                      applied.get("added", [])],
+                              llm_forget=result.get("forget_ops") or [],
+                              llm_correct=result.get("correct_ops") or [])
     from evoclaw_memory.lifecycle.vault import pin_on_request     # "remember forever" pins
     vault = pin_on_request(mem, messages, [f for f in applied.get("added", []) +
                                            applied.get("reinforced", []) if hasattr(f, "id")])

@@ -200,7 +200,12 @@ def build_result(answer: DistillAnswer, turns: list[tuple[str, str]], nodes: lis
     return {"facts": drafts, "summary": short_summary(summary),
             "hot_updates": hot_updates(grounded_hot(answer.hot, vocabulary)),
             "supersedes": supersedes, "duplicates": duplicates,
-            "entities": _entities(answer, text)}
+            "entities": _entities(answer, text),
+            # The owner's forget/correct requests as the model read them, on facts it was
+            # shown; lifecycle.control decides what acts (never without the owner's words).
+            "forget_ops": [ids[a] for a in answer.forget if a in ids],
+            "correct_ops": [{"old_id": ids[c.fact], "text": c.text[:DISTILLED_FACT_MAX_CHARS]}
+                            for c in answer.correct if c.fact in ids]}
 
 
 def _entities(answer: DistillAnswer, text: str) -> list[dict[str, Any]]:

@@ -38,6 +38,7 @@ REASON_MAX_CHARS = 100
 DISTILL_MAX_FACTS = 12
 DISTILL_CONVERSATION_MAX_CHARS = 12_000
 DISTILL_TREE_MAX_CHARS = 2_000
+OWNER_OPS_MAX = 5                      # forget / correct operations per conversation
 HOT_MAX_ITEMS = 3                      # per kind (lessons, tasks, events) per conversation
 PROFILE_MAX_KEYS = 5
 HOT_TEXT_MAX = 300                     # hot.ENTRY_TEXT_MAX
@@ -296,11 +297,18 @@ class EntityOut(msgspec.Struct):
     relation: Optional[str] = None         # to the owner ("wife"), checked by the caller
 
 
+class CorrectOut(msgspec.Struct):
+    fact: str                              # the alias (F1...) of the fact the owner corrected
+    text: str                              # what it should say now
+
+
 class DistillAnswer(msgspec.Struct):
     summary: str = ""
     facts: list[FactOut] = []
     hot: HotOut = msgspec.field(default_factory=HotOut)
     entities: list[EntityOut] = []
+    forget: list[str] = []                 # aliases the owner asked to forget
+    correct: list[CorrectOut] = []
 
 
 DISTILL_SYSTEM = (
@@ -321,6 +329,9 @@ DISTILL_SYSTEM = (
     "fact that already says the same, else null.\n"
     "- entities: the people, projects, tools, concepts, places (else other) the facts name; "
     "relation: what a person is to the owner (\"my wife Sarah\" -> wife), else null.\n"
+    "- forget: the aliases of existing facts the owner explicitly asked to forget or drop "
+    "(\"forget about X\", \"scratch that\"), else []. correct: {{fact: alias, text: the "
+    "corrected fact}} for an existing fact the owner said is wrong, else [].\n"
     "- summary: the conversation in at most 5 words.\n"
     "- hot: owner_profile (stable facts about the owner, as key/value pairs), lessons (how "
     "the assistant should behave), tasks (pending to-dos), events (notable dated "
@@ -407,8 +418,14 @@ def distill_schema(aliases: list[str]) -> dict:
                                    "tasks": short_list, "events": short_list},
                     "required": ["owner_profile", "lessons", "tasks", "events"],
                     "additionalProperties": False},
+            "forget": {"type": "array", "maxItems": OWNER_OPS_MAX if aliases else 0,
+                       "items": {"type": "string", "enum": aliases} if aliases else {}},
+            "correct": {"type": "array", "maxItems": OWNER_OPS_MAX if aliases else 0, "items": {
+                "type": "object", "additionalProperties": False, "required": ["fact", "text"],
+                "properties": {"fact": {"type": "string", "enum": aliases} if aliases
+                               else {"type": "string"}, "text": {"type": "string"}}}},
         },
-        "required": ["facts", "summary", "hot", "entities"],
+        "required": ["facts", "summary", "hot", "entities", "forget", "correct"],
         "additionalProperties": False,
     }
 
@@ -437,8 +454,12 @@ def parse_distillation(value: Any) -> DistillAnswer:
                           relation=e.get("relation") if _clean(e.get("relation")) else None)
                 for e in _as_list(value.get("entities"))[:2 * DISTILL_MAX_FACTS]
                 if isinstance(e, dict) and _clean(e.get("name"))]
+    forget = [a for a in (_alias(x) for x in _as_list(value.get("forget"))[:OWNER_OPS_MAX]) if a]
+    correct = [CorrectOut(fact=alias, text=" ".join(c["text"].split()))
+               for c in _as_list(value.get("correct"))[:OWNER_OPS_MAX]
+               if isinstance(c, dict) and (alias := _alias(c.get("fact"))) and _clean(c.get("text"))]
     return DistillAnswer(summary=" ".join(str(summary).split()), facts=facts, hot=hot,
-                         entities=entities)
+                         entities=entities, forget=forget, correct=correct)
 
 
 def _clean(value: Any) -> TypeGuard[str]:
