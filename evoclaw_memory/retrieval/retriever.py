@@ -55,7 +55,7 @@ TREE_BOOST = 0.2              # × path relevance: a fact under a chosen path ra
 UNKNOWN_WEIGHT = 0.6          # share of its weight a query word no fact holds still counts
 ALIAS_CREDIT = 0.8            # a stated alias of a query word counts this much of the word
 TERM_CREDIT = 0.5             # a navigator's search term counts this much of a query word
-BM25_K1, BM25_B = 1.2, 0.75   # FTS5's own constants
+BM25_K1, BM25_B = 1.2, 0.5    # k1 as FTS5; b lower: short facts, length says little
 UPDATE_POOL = 20              # how many of the best candidates are compared for updates
 DF_REFRESH = 0.05             # cached counts of common words are kept until the index grows 5%
 
