@@ -142,9 +142,7 @@ class Memory(OwnerControl, EntityGraph):
         source = validate.text("source", source, max_len=64)
         created = _epoch(created_at, now)
         meta = self._metadata(text, metadata)
-        fact = self.warm.add(text, category, importance, created, meta, source, now)
-        self.link_new_facts()                   # the entities it mentions (lifecycle/entities)
-        return fact
+        return self.linked(self.warm.add(text, category, importance, created, meta, source, now))
 
     def _check_text(self, text: str) -> str:
         validate.text("fact text", text)
@@ -494,9 +492,7 @@ class Memory(OwnerControl, EntityGraph):
 
     def insert_pulled(self, facts: list[Fact]) -> int:
         """Store facts another device pushed (not queued back to the cloud)."""
-        added = intake.insert_pulled(self.warm, facts, self.clock())
-        self.link_new_facts(batch=None)
-        return added
+        return self.linked(intake.insert_pulled(self.warm, facts, self.clock()), batch=None)
 
     def install_state(self, state, keep_counts: bool) -> None:
         """Replace hot memory and the tree with a restored critical state."""
