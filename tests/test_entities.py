@@ -140,3 +140,13 @@ def test_the_llm_answers_entities_are_validated():
     kept = _entities(answer, "my wife sarah moved to leeds")
     assert kept == [{"name": "Sarah", "kind": "people", "relation": "wife"},
                     {"name": "Leeds", "kind": "other", "relation": None}]
+
+
+def test_forgetting_the_only_fact_naming_an_entity_removes_it(mem):
+    only = mem.remember("My old friend Zebedee Quill lives on Elm Street")
+    mem.add_entity("Evoclaw", "projects")          # the owner's own entity stays
+    mem.forget([only.id])
+    with pytest.raises(NotFoundError):
+        mem.entity("Zebedee Quill")
+    assert "Zebedee" not in "\n".join(mem.store.conn.iterdump())
+    assert mem.entity("Evoclaw").kind == "projects"

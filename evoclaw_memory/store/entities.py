@@ -146,6 +146,11 @@ class EntityKeeper:
                 self.conn.execute(
                     "UPDATE entities SET mentions = (SELECT COUNT(*) FROM entity_facts WHERE "
                     "entity_id = ?1) WHERE id = ?1", (entity_id,))
+                # An entity only the forgotten fact named came from its text: it goes too
+                # (the owner's own entities stay), so no name of a forgotten fact is left.
+                if self.conn.execute("SELECT mentions = 0 AND manual = 0 FROM entities WHERE "
+                                     "id = ?", (entity_id,)).fetchone()[0]:
+                    self.remove(entity_id)
         # SQLite hands the highest deleted rowid to the next fact: step the cursor back so
         # that fact is still linked.
         top = self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
