@@ -26,7 +26,9 @@ def test_migrations_rerun_is_noop(tmp_path):
     store.close()
     store = LocalStore.open(tmp_path / "m.db")
     rows = store.conn.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0]
-    assert rows == migrate.latest_version("local")
+    # One row per file, not per number: numbers are handed out to parallel branches, so a
+    # branch may hold 0008 before 0007 lands.
+    assert rows == len(migrate.migrations("local"))
     store.close()
 
 
