@@ -158,8 +158,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
             check_actor(by or self.actor)
         fact = self.warm.add(text, category, importance, created, meta, source, now, pinned=pin,
                              private=privacy.default_private(category, text, mark), actor=who)
-        self.link_new_facts()                   # the entities it mentions (lifecycle/entities)
-        return self._settle_remembered(fact, pin, mark, who)
+        return self._settle_remembered(self.linked(fact), pin, mark, who)
 
     def _check_text(self, text: str) -> str:
         validate.text("fact text", text)
@@ -475,9 +474,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
 
     def insert_pulled(self, facts: list[Fact]) -> int:
         """Store facts another device pushed (not queued back to the cloud)."""
-        added = intake.insert_pulled(self.warm, facts, self.clock())
-        self.link_new_facts(batch=None)
-        return added
+        return self.linked(intake.insert_pulled(self.warm, facts, self.clock()), batch=None)
 
     def install_state(self, state, keep_counts: bool) -> None:
         """Replace hot memory and the tree with a restored critical state."""

@@ -124,3 +124,29 @@ def test_cli_entity_commands(home):
     assert run(cli, base + ["entity", "remove", "Biscuit"]).exit_code == 0
     missing = run(cli, base + ["entity", "query", "Biscuit"])
     assert missing.exit_code != 0 and "Traceback" not in missing.output
+
+
+def test_the_llm_answers_entities_are_validated():
+    # Pure: the LLM's `entities` field is parsed leniently and kept only when the
+    # conversation names the entity and its kind is one of ours.
+    from evoclaw_memory.llm.distill import _entities
+    from evoclaw_memory.llm.prompts import distill_schema, parse_distillation
+    assert "entities" in distill_schema([])["required"]
+    answer = parse_distillation({"facts": [], "summary": "", "hot": {}, "entities": [
+        {"name": "Sarah", "kind": "people", "relation": "wife"},
+        {"name": "Atlantis", "kind": "places", "relation": None},     # not in the talk
+        {"name": "Leeds", "kind": "planets", "relation": None},       # unknown kind -> other
+        {"name": "bad\x00name", "kind": "people"}, "junk"]})
+    kept = _entities(answer, "my wife sarah moved to leeds")
+    assert kept == [{"name": "Sarah", "kind": "people", "relation": "wife"},
+                    {"name": "Leeds", "kind": "other", "relation": None}]
+
+
+def test_forgetting_the_only_fact_naming_an_entity_removes_it(mem):
+    only = mem.remember("My old friend Zebedee Quill lives on Elm Street")
+    mem.add_entity("Evoclaw", "projects")          # the owner's own entity stays
+    mem.forget([only.id])
+    with pytest.raises(NotFoundError):
+        mem.entity("Zebedee Quill")
+    assert "Zebedee" not in "\n".join(mem.store.conn.iterdump())
+    assert mem.entity("Evoclaw").kind == "projects"

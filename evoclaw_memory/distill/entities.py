@@ -1,8 +1,8 @@
 """Entities a fact mentions (issue 18), by rules: no I/O, English and Chinese.
 
 What is found, each with a kind (limits.ENTITY_KINDS) and a role:
-- a speaker's label ("Melanie: ..." as a turn is stored) and a name the fact opens with
-  ("Melanie went camping", "陈莉每周...") are its *subject*: the fact is about them;
+- a speaker's label ("Melanie: ..." as a turn is stored) is the fact's *speaker*; a name
+  the fact opens with ("Melanie went camping", "陈莉每周...") is its *subject*;
 - "my wife Sarah" / "我老婆王芳": Sarah (people), related to the owner as "wife";
 - "Chen Li (Lily)": one entity with an alias;
 - other proper names (signals.find_people): people; "in Seattle", "moved to Paris": places;
@@ -58,6 +58,7 @@ Saturday Sunday January February March April May June July August September Octo
 December Today Tomorrow Yesterday Tonight Last Next Mr Mrs Ms Dr Lol Haha Omg Btw""".split())
 _CJK_RUN_RE = re.compile(rf"[{_CJK}]+")
 
+_RANK = {"mention": 0, "subject": 1, "speaker": 2}
 OWNER = "owner"     # the entity the owner's relations point to ("my wife Sarah")
 
 
@@ -66,7 +67,7 @@ class Mention(msgspec.Struct):
 
     name: str
     kind: str
-    role: str = "mention"                # or "subject"
+    role: str = "mention"                # or "subject", "speaker" (strongest)
     relation: Optional[str] = None       # to the owner: "wife" (she is the owner's wife)
     aliases: list[str] = []
 
@@ -106,8 +107,8 @@ def extract(text: str) -> list[Mention]:
         if m is None:
             found[key] = Mention(name=name, kind=kind, role=role, relation=relation)
             return
-        if role == "subject":
-            m.role = "subject"
+        if _RANK[role] > _RANK[m.role]:
+            m.role = role
         if relation and not m.relation:
             m.relation = relation
         if m.kind == "other" and kind != "other" and m.relation not in _KIN_PETS:
@@ -122,7 +123,7 @@ def extract(text: str) -> list[Mention]:
     speaker = _SPEAKER_RE.match(text)
     body = text
     if speaker:
-        add(_clean(speaker.group(1)), "people", "subject")
+        add(_clean(speaker.group(1)), "people", "speaker")
         body = text[speaker.end():]
     else:
         opening = _OPENING_RE.match(text)
@@ -155,7 +156,7 @@ def extract(text: str) -> list[Mention]:
             add(_zh(name), "people", "subject" if text.lstrip().startswith(name) else "mention")
         else:
             add(_clean(name), "people")
-    return sorted(found.values(), key=lambda m: m.role != "subject")
+    return sorted(found.values(), key=lambda m: -_RANK[m.role])
 
 
 _VERBS = re.compile(r"(?:\s+(?:now|still|also|just|always|never|often|usually|really|"

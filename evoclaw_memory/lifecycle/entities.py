@@ -9,7 +9,7 @@ crash between the two transactions only delays the linking: the links are derive
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from evoclaw_memory import validate
 from evoclaw_memory.distill.entities import OWNER, extract
@@ -21,6 +21,7 @@ from evoclaw_memory.store.entities import KV_CURSOR, EntityKeeper, lookup_keys, 
 if TYPE_CHECKING:
     from evoclaw_memory.store.local import LocalStore
 
+_T = TypeVar("_T")
 CATCH_UP_BATCH = 500        # facts linked per pass (remember() links its own in one pass)
 
 
@@ -102,6 +103,11 @@ class EntityGraph:
         return True
 
     # -- linking facts ---------------------------------------------------------------------
+
+    def linked(self, value: _T, batch: Optional[int] = CATCH_UP_BATCH) -> _T:
+        """`value`, once the facts just stored are linked to their entities."""
+        self.link_new_facts(batch)
+        return value
 
     def link_new_facts(self, batch: Optional[int] = CATCH_UP_BATCH) -> int:
         """Link the facts stored since the last pass (all of them when batch is None)."""

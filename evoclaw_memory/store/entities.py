@@ -12,6 +12,7 @@ from evoclaw_memory.models import Entity, EntityRecord, EntityRelation
 from evoclaw_memory.store.local import LocalStore
 
 _CHUNK = 500
+_RANK = {"mention": 0, "subject": 1, "speaker": 2}     # a fact's strongest tie to an entity
 KV_CURSOR = "entities.linked_rowid"     # facts up to this rowid are linked
 
 
@@ -125,7 +126,8 @@ class EntityKeeper:
         """Link a fact; counts a mention and moves first/last mentioned (once per fact)."""
         cur = self.conn.execute(
             "INSERT INTO entity_facts VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET role = "
-            "CASE WHEN excluded.role = 'subject' THEN 'subject' ELSE role END",
+            "CASE WHEN excluded.role = 'speaker' OR (excluded.role = 'subject' AND role = "
+            "'mention') THEN excluded.role ELSE role END",
             (entity_id, fact_rowid, role, created_at))
         if cur.rowcount:
             self.conn.execute(
@@ -170,7 +172,7 @@ class EntityKeeper:
             "LIMIT ?", (entity_id, limit))]
 
     def roles(self, entity_ids: list[int], rowids: list[int]) -> dict[int, str]:
-        """rowid -> the strongest role any of these entities has in that fact."""
+        """rowid -> the strongest role (speaker > subject > mention) these entities have there."""
         out: dict[int, str] = {}
         for start in range(0, len(rowids), _CHUNK):
             chunk = rowids[start:start + _CHUNK]
@@ -178,7 +180,7 @@ class EntityKeeper:
                     f"SELECT fact_rowid, role FROM entity_facts WHERE entity_id IN "
                     f"({','.join('?' * len(entity_ids))}) AND fact_rowid IN "
                     f"({','.join('?' * len(chunk))})", [*entity_ids, *chunk]):
-                if out.get(rowid) != "subject":
+                if _RANK[role] > _RANK.get(out.get(rowid, ""), -1):
                     out[rowid] = role
         return out
 
