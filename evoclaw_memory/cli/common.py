@@ -344,3 +344,21 @@ def read_file(path: str) -> str:
         from evoclaw_memory.errors import ValidationError
         raise ValidationError(f"cannot read {path}: {exc.strerror}") from exc
     return data.decode("utf-8", errors="replace")
+
+
+def time_option(example: str) -> Callable[[click.Context, click.Parameter, Optional[str]], Any]:
+    """A click callback for a time flag: epoch seconds or ISO 8601 (UTC when no zone is
+    given); a bad value is a usage error that shows `example`."""
+    def parse(_ctx: click.Context, _param: click.Parameter, value: Optional[str]) -> Any:
+        if value is None:
+            return None
+        try:
+            return float(value)
+        except ValueError:
+            pass
+        try:
+            stamp = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise click.BadParameter(f"use epoch seconds or ISO 8601, e.g. {example}") from None
+        return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
+    return parse

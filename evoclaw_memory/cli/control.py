@@ -9,23 +9,11 @@ from typing import Any, Optional
 import click
 
 from evoclaw_memory.cli.common import (cli_state, common_options, emit, fact_json, fact_line,
-                                       format_time, open_memory)
+                                       format_time, open_memory, time_option)
 
 
-def _when(_ctx: click.Context, _param: click.Parameter, value: Optional[str]) -> Any:
-    """--since/--until: epoch seconds or an ISO 8601 date (UTC when no zone is given)."""
-    if value is None:
-        return None
-    import datetime as dt
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        stamp = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter("use epoch seconds or ISO 8601, e.g. 2025-11-30") from None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
+# --since/--until: epoch seconds or an ISO 8601 date (UTC when no zone is given).
+_when = time_option("2025-11-30")
 
 
 @click.command("list")

@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any, Optional
 
 import click
 
 from evoclaw_memory.cli.common import (common_options, emit, fact_json, fact_line, format_time,
-                                       llm_endpoint_option, open_memory, read_stdin, require_llm)
+                                       llm_endpoint_option, open_memory, read_stdin, require_llm,
+                                       time_option)
 
 
-def _parse_time(_ctx: click.Context, _param: click.Parameter, value: Optional[str]) -> Any:
-    """--created-at: epoch seconds or an ISO 8601 date/time (UTC when no zone is given)."""
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        stamp = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter("use epoch seconds or ISO 8601, e.g. 2025-11-30T09:00:00Z") \
-            from None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
+# --created-at: epoch seconds or an ISO 8601 date/time (UTC when no zone is given).
+_parse_time = time_option("2025-11-30T09:00:00Z")
 
 
 @click.command()
