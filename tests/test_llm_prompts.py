@@ -7,8 +7,8 @@ from evoclaw_memory.limits import TREE_MAX_DESCRIPTION
 from evoclaw_memory.llm.prompts import (NAV_PROMPT_MAX_TOKENS, RelatedFact, as_data, clip_middle,
                                         distill_messages, distill_schema, estimate_tokens,
                                         navigation_messages, navigation_schema, parse_distillation,
-                                        parse_navigation, parse_rebuild, prompt_tokens,
-                                        rebuild_messages, rebuild_schema, tree_outline)
+                                        parse_navigation, prompt_tokens, tree_outline)
+from evoclaw_memory.llm.rebuild_prompts import parse_rebuild, rebuild_messages, rebuild_schema
 from evoclaw_memory.models import TreeNode
 
 

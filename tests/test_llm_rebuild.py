@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from evoclaw_memory import Memory
 from evoclaw_memory.cli.main import cli
 from evoclaw_memory.errors import ValidationError
-from evoclaw_memory.llm.prompts import TreeOp
+from evoclaw_memory.llm.rebuild_prompts import TreeOp
 from evoclaw_memory.models import TreeNode
 from evoclaw_memory.llm.rebuild import plan, rebuild_tree
 

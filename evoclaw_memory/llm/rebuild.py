@@ -16,7 +16,7 @@ from evoclaw_memory.tiers import tree as tree_rules
 from evoclaw_memory.errors import EvoclawError, LimitError, ValidationError
 from evoclaw_memory.limits import (TREE_MAX_BYTES, TREE_MAX_CHILDREN, TREE_MAX_DESCRIPTION,
                      TREE_MAX_NODES)
-from evoclaw_memory.llm.prompts import TreeOp, parse_rebuild, rebuild_messages, rebuild_schema
+from evoclaw_memory.llm.rebuild_prompts import TreeOp, parse_rebuild, rebuild_messages, rebuild_schema
 from evoclaw_memory.models import TreeNode
 
 if TYPE_CHECKING:
