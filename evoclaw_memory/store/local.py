@@ -189,6 +189,16 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         else:
             self._warm_total = (self._write_stamp(), total)
 
+    @contextlib.contextmanager
+    def warm_neutral(self) -> Iterator[None]:
+        """Writes inside this block leave warm's total as it was (entity links, settings):
+        a total noted before them still holds at the commit."""
+        before = self.conn.total_changes
+        yield
+        noted = self._warm_noted
+        if noted is not None and noted[0] == before:
+            self._warm_noted = (self.conn.total_changes, noted[1])
+
     def count_facts(self, tier: Optional[str] = None) -> int:
         if tier:
             return self.conn.execute("SELECT COUNT(*) FROM facts WHERE tier = ?",
