@@ -189,3 +189,25 @@ def test_a_linking_backlog_is_bounded_per_call_and_consolidation_finishes_it(mem
     report = mem.consolidate("quick")
     assert report["entities_linked"] == len(backlog) + 1 - linked
     assert mem.entity("Marguerite").mentions == len(backlog)
+
+
+def test_a_full_restore_links_the_warm_set_now_and_the_archive_later(tmp_path):
+    """A new device restored with full=True is usable at once: its warm facts are linked;
+    the archive is left to store calls and consolidation (linking 100k facts takes ~20 s)."""
+    from evoclaw_memory import Memory
+    from evoclaw_memory.lifecycle.entities import CATCH_UP_BATCH
+    with Memory.open("sam", home=tmp_path) as mem:             # the embedded cloud.db
+        for i in range(CATCH_UP_BATCH + 150):
+            mem.remember(f"Tea with Marguerite, visit {i}", category="social", importance=0.2,
+                         created_at=1_600_000_000 + i)         # old: archive, not warm
+        mem.remember("Marguerite moved to Lyon", category="family", importance=0.9)
+        mem.sync()
+    cloud = tmp_path / "cloud.db"
+    with Memory.open("sam", home=tmp_path / "new-device", cloud_url=str(cloud)) as fresh:
+        report = fresh.restore(full=True)
+        assert report.mirrored_facts >= CATCH_UP_BATCH + 150
+        marguerite = fresh.entity("Marguerite")
+        assert 0 < marguerite.mentions < CATCH_UP_BATCH + 151     # the archive waits
+        assert any("Lyon" in fresh.get(i).text for i in marguerite.facts)   # the warm fact
+        fresh.consolidate("quick")
+        assert fresh.entity("Marguerite").mentions == CATCH_UP_BATCH + 151
