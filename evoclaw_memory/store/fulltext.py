@@ -63,8 +63,9 @@ class FullTextMixin:
         # lookup first would walk that index twice); only an id conflict is skipped, any
         # other constraint still fails loudly.
         inserted = self.conn.executemany(
-            f"INSERT INTO facts (rowid, {FACT_COLUMNS}, norm_key, size, pinned, private) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            f"INSERT INTO facts (rowid, {FACT_COLUMNS}, norm_key, size, pinned, private, "
+            "changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (id) DO NOTHING",
             [(start + i, *values) for i, (values, _) in enumerate(rows)]).rowcount
         bodies = [(start + i, body) for i, (_, body) in enumerate(rows)]
         if inserted < len(rows):        # some ids were known: index only the rows that landed
