@@ -262,8 +262,8 @@ class FullTextMixin:
             raise StoreError(f"full-text search failed: {exc}") from exc
 
     def live_rows_with_bodies(self, rowids: Iterable[int]) -> list[tuple]:
-        """(rowid, *fact columns, index body) of the live facts among `rowids`; turn the
-        columns into a Fact with `fact_from_row(row[1:12])`."""
+        """(rowid, *fact columns, index body, pinned) of the live facts among `rowids`; turn
+        the columns into a Fact with `fact_from_row(row[1:12])`."""
         ids = list(rowids)
         self.flush_fulltext()
         out: list[tuple] = []
@@ -271,7 +271,7 @@ class FullTextMixin:
             chunk = ids[start:start + 500]
             out += self.conn.execute(
                 f"SELECT f.rowid, {', '.join('f.' + c.strip() for c in FACT_COLUMNS.split(','))}, "
-                "x.body FROM facts f JOIN facts_fts x ON x.rowid = f.rowid "
+                "x.body, f.pinned FROM facts f JOIN facts_fts x ON x.rowid = f.rowid "
                 f"WHERE f.rowid IN ({','.join('?' * len(chunk))}) AND f.superseded_by IS NULL",
                 chunk).fetchall()
         return out
