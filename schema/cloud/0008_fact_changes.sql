@@ -12,3 +12,5 @@ CREATE TABLE IF NOT EXISTS cold_changes (
     device_id TEXT,
     UNIQUE (agent_id, id)
 );
+-- A device pulls its agent's feed from its cursor on: one index range, in seq order.
+CREATE INDEX IF NOT EXISTS cold_changes_agent_seq ON cold_changes (agent_id, seq);
