@@ -189,3 +189,28 @@ def test_a_forget_wins_over_a_concurrent_edit(fresh_db, tmp_path, order):
         with _open(tmp_path, "c", url, token) as c:
             c.restore(full=True)
             assert c.store.get_fact(fact.id) is None
+
+
+def test_a_supersession_sticks_against_a_device_that_had_not_seen_it(fresh_db, tmp_path):
+    url, token = fresh_db
+    clock_a, clock_b = Clock(1_800_000_000.0), Clock(1_800_000_000.0)
+    with _open(tmp_path, "a", url, token, clock=clock_a) as a, \
+            _open(tmp_path, "b", url, token, clock=clock_b) as b:
+        old = a.remember("Sam's dentist is Dr Patel", category="owner/health")
+        new = a.remember("Sam's dentist is Dr Moreau", category="owner/health")
+        a.sync()
+        b.restore()
+        clock_a.now += 10
+        a.supersede(old.id, new.id)
+        a.sync()
+        clock_b.now += 100                 # later, but made without seeing the supersession
+        b.pin(old.id)
+        b.sync()                           # its version is not taken; A's comes back instead
+        with _raw(url, token) as raw:
+            (superseded, flags), = raw.sql.execute(
+                "SELECT superseded_by, flags FROM cold_memories WHERE id = ?", (old.id,)).rows
+        assert (superseded, flags & 1) == (new.id, 0)
+        assert b.get(old.id).superseded_by == new.id and not b.get(old.id).pinned
+        assert old.id not in _ids(b, "Sam's dentist")
+        a.sync()
+        assert a.get(old.id).superseded_by == new.id and not a.get(old.id).pinned
