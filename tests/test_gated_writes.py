@@ -113,7 +113,7 @@ def test_subagent_end_conversation_proposes_each_fact_and_hot_update(home, clock
     before = _snapshot(mem)
     said = clock() - 3600
     conversation = [
-        {"role": "user", "content": "I'm allergic to peanuts, please remember that."},
+        {"role": "user", "content": "I'm allergic to peanuts, remember that forever."},
         {"role": "user", "content": "My sister Emma lives in Leeds and works as a nurse."},
         {"role": "user", "content": "Remind me to call the dentist tomorrow at 3pm."},
         {"role": "user", "content": "Forget about the greenhouse vent."},
@@ -137,12 +137,15 @@ def test_subagent_end_conversation_proposes_each_fact_and_hot_update(home, clock
         assert p.created_at == clock()
     peanut = next(p for p in facts if "peanut" in p.content["text"])
     assert peanut.content["created_at"] == said            # when it was said, kept for accept
+    assert peanut.content["pinned"] and not any(             # "remember forever": that one only
+        p.content["pinned"] for p in facts if p is not peanut)
 
     # The main agent accepts one fact and one hot update: exactly those land, as the sub-agent's.
     mem.accept(peanut.id)
     mem.accept(hot[0].id)
     stored = [f for f in mem.facts() if "peanut" in f.text]
     assert len(stored) == 1 and stored[0].created_at == said and stored[0].source == "subagent:scribe"
+    assert stored[0].pinned
     assert mem.store.load_hot() != before[2]
     assert len(mem.facts()) == 2
     assert {p.id for p in mem.proposals()} == {p.id for p in proposals} - {peanut.id, hot[0].id}

@@ -139,13 +139,16 @@ class GateControl:
         """A sub-agent's end of a conversation: distilled as usual (rules or the LLM), then
         every fact and hot update becomes a proposal, in one transaction; nothing reaches
         warm, hot, MEMORY.md or the outbox until the main agent accepts. Forget triggers
-        are not acted on (a sub-agent cannot forget). The report has the usual keys, with
+        are not acted on (a sub-agent cannot forget); a fact an owner's "remember forever"
+        names is proposed pinned (the vault's cap is checked when it is accepted). The report has the usual keys, with
         `proposals` and nothing added."""
         import time
         from evoclaw_memory.llm.distill import fresh_hot_updates
         started = time.perf_counter()
         validate.conversation(messages)
         result = self.distill(messages, at=None if at is None else validate.when("at", at))
+        from evoclaw_memory.lifecycle.vault import came_from, pin_requests
+        pins = pin_requests(messages)      # "remember forever": proposed pinned
         proposed: list[Proposal] = []
         refused: list[dict] = []
         hot_refused: list[dict] = []
@@ -155,7 +158,8 @@ class GateControl:
                     proposed.append(self.propose(draft.text, draft.category, draft.importance,
                                                  confidence=DISTILLED_CONFIDENCE,
                                                  metadata=draft.metadata,
-                                                 created_at=draft.created_at))
+                                                 created_at=draft.created_at,
+                                                 pinned=any(came_from(draft.text, w) for w in pins)))
                 except ValidationError as exc:      # one bad fact must not lose the rest
                     refused.append({"text": draft.text, "why": str(exc)})
             for update in fresh_hot_updates(list(result.get("hot_updates") or []), self.hot):
