@@ -44,6 +44,11 @@ def is_cjk(token: str) -> bool:
     return bool(_CJK_RUN.fullmatch(token))
 
 
+def cjk_runs(text: str) -> list[str]:
+    """The runs of CJK characters in a text, in order."""
+    return _CJK_RUN.findall(text)
+
+
 def cjk_bigrams(run: str) -> list[str]:
     """Overlapping character bigrams of a CJK run; a single character stays itself."""
     if len(run) == 1:

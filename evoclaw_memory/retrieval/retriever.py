@@ -31,8 +31,9 @@ from evoclaw_memory.limits import TIER_HOT
 from evoclaw_memory.models import PathChoice, RetrievalResult, TreeNode
 from evoclaw_memory.retrieval.navigators import (KeywordNavigator, Navigation, TreeNavigator,
                                                  navigate, path_terms)
-from evoclaw_memory.retrieval.wording import (MAX_EXTRA_TERMS, alias_alternatives, name_ngrams,
-                                              navigator_terms, yield_to_updates)
+from evoclaw_memory.retrieval.wording import (MAX_EXTRA_TERMS, alias_alternatives, alias_closure,
+                                              name_ngrams, navigator_terms, yield_to_updates)
+from evoclaw_memory.retrieval.crosslang import translations
 from evoclaw_memory.retrieval.entities import EntityHook
 from evoclaw_memory.tiers.scoring import score
 from evoclaw_memory.store.local import LocalStore, fact_from_row
@@ -55,6 +56,7 @@ TREE_BOOST = 0.2              # × path relevance: a fact under a chosen path ra
 UNKNOWN_WEIGHT = 0.6          # share of its weight a query word no fact holds still counts
 ALIAS_CREDIT = 0.8            # a stated alias of a query word counts this much of the word
 TERM_CREDIT = 0.5             # a navigator's search term counts this much of a query word
+TRANSLATION_CREDIT = 0.7      # a word-list translation (other script) counts this much of it
 BM25_K1, BM25_B = 1.2, 0.5    # k1 as FTS5; b lower: short facts, length says little
 UPDATE_POOL = 20              # how many of the best candidates are compared for updates
 DF_REFRESH = 0.05             # cached counts of common words are kept until the index grows 5%
@@ -91,13 +93,18 @@ class _Candidate:
 class _Query:
     """A query's words and what may stand in for them."""
 
-    def __init__(self, terms: list[str], alternatives: dict[str, list[tuple[str, ...]]],
-                 extra: list[str]):
+    def __init__(self, terms: list[str], extra: list[str],
+                 stand_ins: list[tuple[float, dict[str, list[tuple[str, ...]]]]],
+                 words: frozenset[str] = frozenset()):
         self.terms = terms                        # the query's own words
-        self.alternatives = alternatives          # word -> stated aliases (token tuples)
         self.extra = extra                        # a navigator's search terms
-        alias_words = {t for phrases in alternatives.values() for p in phrases for t in p}
-        self.searched = list(dict.fromkeys([*terms, *sorted(alias_words), *extra]))
+        # (credit, word -> phrases standing for it), most trusted first: stated aliases,
+        # translations into the other script.
+        self.stand_ins = [(credit, table) for credit, table in stand_ins if table]
+        self.words = words                        # CJK query bigrams known to be words
+        standing = {t for _, table in self.stand_ins for phrases in table.values() for p in phrases
+                    for t in p}
+        self.searched = list(dict.fromkeys([*terms, *extra, *sorted(standing)]))
 
 
 class Retriever:
@@ -138,8 +145,12 @@ class Retriever:
             return []                       # the navigator read the tree: nothing there
         understood = method != self.fallback.method
         choices = nav.choices
-        q = _Query(terms, alias_alternatives(self.store.aliases_of(name_ngrams(query)), terms),
-                   navigator_terms(nav.terms, terms)[:MAX_EXTRA_TERMS])
+        aliases = alias_closure(self.store.aliases_of, name_ngrams(query))
+        translated = translations(query, terms)
+        q = _Query(terms, navigator_terms(nav.terms, terms)[:MAX_EXTRA_TERMS],
+                   [(ALIAS_CREDIT, alias_alternatives(aliases, terms)),
+                    (TRANSLATION_CREDIT, translated)],
+                   frozenset(translated))
         rows, avg_len = self.store.corpus_stats()
         df = self._frequencies(q.searched, rows)
         known = sorted((t for t in q.searched if df.get(t)), key=lambda t: (df[t], t))
@@ -244,9 +255,9 @@ class Retriever:
         # a young agent's few facts still counts a little.
         idf = {t: math.log(1 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
                for t in q.searched}
-        weight = {t: _weight(t, df.get(t, 0), n) for t in q.searched}
+        weight = {t: _weight(t, df.get(t, 0), n, t in q.words) for t in q.searched}
         total_weight = sum(weight[t] for t in q.terms) or 1.0
-        alternatives, extra = q.alternatives, q.extra
+        extra, stand_ins = q.extra, q.stand_ins
         k1, b, avg = BM25_K1, BM25_B, max(avg_len, 1.0)
         for c in candidates:
             body = c.body
@@ -257,14 +268,18 @@ class Retriever:
                 if tf:
                     bm25 += idf[t] * tf * (k1 + 1) / (tf + norm)
                     held += weight[t]
-                elif t in alternatives:
-                    # A stated alias stands for the word ("Lily" for "Chen Li"): credited
-                    # at the rarer of the two weights, a little below the word itself.
-                    phrase = next((p for p in alternatives[t] if all(w in body for w in p)), None)
-                    if phrase is not None:
+                    continue
+                for credit, table in stand_ins:
+                    # A stated alias ("Lily" for "Chen Li"), the word in the other script
+                    # ("地铁" for "metro"): credited at the rarer of the two weights, below the
+                    # word itself.
+                    phrases = table.get(t)
+                    phrase = phrases and next((p for p in phrases if all(w in body for w in p)), None)
+                    if phrase:
                         a_idf = min(idf[t], min(idf[w] for w in phrase))
-                        bm25 += ALIAS_CREDIT * a_idf * (k1 + 1) / (1 + norm)
-                        held += ALIAS_CREDIT * weight[t]
+                        bm25 += credit * a_idf * (k1 + 1) / (1 + norm)
+                        held += credit * weight[t]
+                        break
             for t in extra:
                 tf = body.count(t)
                 if tf:
@@ -288,11 +303,14 @@ class Retriever:
             c.rank = bm25 * (0.6 + 0.4 * min(1.0, value / TIER_HOT))
 
 
-def _weight(term: str, df: int, n: int) -> float:
-    """How much a query word counts towards relevance (its IDF; less when no fact holds it)."""
+def _weight(term: str, df: int, n: int, word: bool = False) -> float:
+    """How much a query word counts towards relevance (its IDF; less when no fact holds it).
+
+    `word`: the term is known to be a real word (the word list translates it), so a CJK
+    bigram no fact holds is not a mere straddle of two words."""
     if df:
         return math.log(1 + n / (1 + df))
-    if is_cjk(term):
+    if is_cjk(term) and not word:
         # A CJK bigram no fact holds is almost always one that straddles two words: it says
         # nothing about whether the memory knows the answer, so it does not count.
         return 0.0

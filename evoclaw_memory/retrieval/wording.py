@@ -3,7 +3,7 @@ rule that puts an older fact below the newer one that updates it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from evoclaw_memory.text import STEMMED_STOPWORDS, query_terms, tokens
 
@@ -28,6 +28,25 @@ def name_ngrams(query: str) -> list[str]:
                 continue
             out.setdefault(" ".join(gram), None)
     return list(out)[:48]
+
+
+def alias_closure(lookup: Callable[[list[str]], dict[str, list[str]]],
+                  names: list[str]) -> dict[str, list[str]]:
+    """name -> its stated aliases, and theirs: one more hop.
+
+    Facts state aliases pairwise ("Chen Li (Lily)" in one, "Chen Li (陈莉)" in another), so
+    the query's "Lily" reaches "陈莉" only through "chen li". One hop more is one more
+    indexed lookup; it stops there (chains of nicknames are rare, and each hop dilutes)."""
+    direct = lookup(names)
+    if not direct:
+        return direct
+    others = sorted({o for found in direct.values() for o in found} - set(direct))
+    second = lookup(others[:48]) if others else {}
+    out: dict[str, list[str]] = {}
+    for name, found in direct.items():
+        merged = list(dict.fromkeys(found + [a for o in found for a in second.get(o, [])]))
+        out[name] = [a for a in merged if a != name]
+    return out
 
 
 def alias_alternatives(aliases: dict[str, list[str]], terms: list[str]) -> dict[str, list[tuple[str, ...]]]:
