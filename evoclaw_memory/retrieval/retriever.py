@@ -32,7 +32,8 @@ from evoclaw_memory.models import PathChoice, RetrievalResult, TreeNode
 from evoclaw_memory.retrieval.navigators import (KeywordNavigator, Navigation, TreeNavigator,
                                                  navigate, path_terms)
 from evoclaw_memory.retrieval.wording import (MAX_EXTRA_TERMS, alias_alternatives, alias_closure,
-                                              name_ngrams, navigator_terms, yield_to_updates)
+                                              name_ngrams, navigator_terms, only_asks,
+                                              yield_to_updates)
 from evoclaw_memory.retrieval.crosslang import translations
 from evoclaw_memory.retrieval.entities import EntityHook
 from evoclaw_memory.tiers.scoring import score
@@ -58,6 +59,7 @@ ALIAS_CREDIT = 0.8            # a stated alias of a query word counts this much 
 TERM_CREDIT = 0.5             # a navigator's search term counts this much of a query word
 TRANSLATION_CREDIT = 0.7      # a word-list translation (other script) counts this much of it
 BM25_K1, BM25_B = 1.2, 0.5    # k1 as FTS5; b lower: short facts, length says little
+QUESTION_FACTOR = 0.6         # × rank of a fact that only asks ("What do you play?")
 UPDATE_POOL = 20              # how many of the best candidates are compared for updates
 DF_REFRESH = 0.05             # cached counts of common words are kept until the index grows 5%
 
@@ -301,6 +303,10 @@ class Retriever:
                     c.relevance = max(c.relevance, PATH_RELEVANCE * path_relevance)
                 bm25 *= 1 + TREE_BOOST * path_relevance
             c.rank = bm25 * (0.6 + 0.4 * min(1.0, value / TIER_HOT))
+            if only_asks(row[2]):
+                # A stored question is rarely its own answer, yet it repeats the words of
+                # the question being asked; it stays a candidate, below the statements.
+                c.rank *= QUESTION_FACTOR
 
 
 def _weight(term: str, df: int, n: int, word: bool = False) -> float:
