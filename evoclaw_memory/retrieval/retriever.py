@@ -38,7 +38,7 @@ from evoclaw_memory.retrieval.crosslang import translations
 from evoclaw_memory.retrieval.entities import EntityHook
 from evoclaw_memory.tiers.scoring import score
 from evoclaw_memory.store.local import LocalStore, fact_from_row
-from evoclaw_memory.text import fts_match_expression, fts_phrase, is_cjk, query_terms
+from evoclaw_memory.text import STEMMED_STOPWORDS, fts_match_expression, fts_phrase, is_cjk, query_terms
 
 __all__ = ["KeywordNavigator", "Navigation", "Retriever", "TreeNavigator"]
 
@@ -59,6 +59,13 @@ ALIAS_CREDIT = 0.8            # a stated alias of a query word counts this much 
 TERM_CREDIT = 0.5             # a navigator's search term counts this much of a query word
 TRANSLATION_CREDIT = 0.7      # a word-list translation (other script) counts this much of it
 BM25_K1, BM25_B = 1.2, 0.5    # k1 as FTS5; b lower: short facts, length says little
+FEEDBACK_RELEVANCE = 0.5      # the first result holds this share of the query's weight ...
+FEEDBACK_MARGIN = 1.3         # ... and outranks the second this much: then feedback runs
+FEEDBACK_TERMS = 3            # words it adds (the first result's rarest)
+FEEDBACK_LOOKUPS = 24         # words of the first result whose counts are looked up
+FEEDBACK_MAX_DF = RANK_BUDGET // 4   # a feedback word held by more says little
+FEEDBACK_CREDIT = 0.3         # × a query word's bm25 credit
+FEEDBACK_CEILING = 0.999      # × the source's rank: the most a fact ranked up by it reaches
 QUESTION_FACTOR = 0.6         # × rank of a fact that only asks ("What do you play?")
 UPDATE_POOL = 20              # how many of the best candidates are compared for updates
 DF_REFRESH = 0.05             # cached counts of common words are kept until the index grows 5%
@@ -107,6 +114,8 @@ class _Query:
         standing = {t for _, table in self.stand_ins for phrases in table.values() for p in phrases
                     for t in p}
         self.searched = list(dict.fromkeys([*terms, *extra, *sorted(standing)]))
+        self.feedback: list[str] = []            # words of a confident first result
+        self.feedback_from = -1                  # ... and its rowid
 
 
 class Retriever:
@@ -163,14 +172,33 @@ class Retriever:
         rowids = list(dict.fromkeys(rowids + entities.candidates()))
         if not rowids:
             return []
-        candidates = [_Candidate(r) for r in self.store.live_rows_with_bodies(rowids)]
-        self._score(candidates, q, df, rows, avg_len, choices, understood, now)
-        boost = entities.boost([c.row[0] for c in candidates])
-        for c in candidates:
-            c.rank *= boost.get(c.row[0], 1.0)
-        candidates = [c for c in candidates if c.relevance >= self.min_relevance]
-        candidates.sort(key=_order)
-        yield_to_updates(candidates[:UPDATE_POOL], set(q.searched),
+        pool = [_Candidate(r) for r in self.store.live_rows_with_bodies(rowids)]
+
+        def rank() -> list[_Candidate]:
+            self._score(pool, q, df, rows, avg_len, choices, understood, now)
+            boost = entities.boost([c.row[0] for c in pool])
+            for c in pool:
+                c.rank *= boost.get(c.row[0], 1.0)
+            source = next((c for c in pool if c.row[0] == q.feedback_from), None)
+            if source is not None:
+                # Feedback reorders what follows its source, never overtakes it: the source
+                # was confidently first, and the words it lends are its own.
+                for c in pool:
+                    if c is not source:
+                        c.rank = min(c.rank, source.rank * FEEDBACK_CEILING)
+            return sorted((c for c in pool if c.relevance >= self.min_relevance), key=_order)
+
+        candidates = rank()
+        if not understood and self._feedback(candidates, q, df, rows):
+            # A second round with the confident first result's telling words: the other
+            # turns about the same thing (multi-hop questions) rank up; it adds no relevance,
+            # so nothing that shares no word with the query comes back.
+            seen = {c.row[0] for c in pool}
+            more = [r for r in self.store.match_rowids(_any(q.feedback), limit=RECENT_CANDIDATES)
+                    if r not in seen]
+            pool += [_Candidate(r) for r in self.store.live_rows_with_bodies(more)]
+            candidates = rank()
+        yield_to_updates(candidates[:UPDATE_POOL], set(q.searched) - set(q.feedback),
                          {c.category: path_terms(c.category) for c in candidates[:UPDATE_POOL]})
         candidates.sort(key=_order)
         results = []
@@ -186,6 +214,30 @@ class Retriever:
         return results
 
     # -- steps ---------------------------------------------------------------------------
+
+    def _feedback(self, ranked: list[_Candidate], q: _Query, df: dict[str, int], rows: int) -> bool:
+        """Gated pseudo-relevance feedback (RM3-like, one document): when the first result is
+        confident — it holds at least FEEDBACK_RELEVANCE of the query's weight and outranks the
+        second by FEEDBACK_MARGIN — its rarest words (held by 2 facts or more, a bounded
+        number) join the query, weakly. Ungated, feedback from a wrong first result cost the
+        dev set's paraphrase queries; with a navigator that understood the query (an LLM) its
+        own search terms are the expansion, so it is not done."""
+        if not ranked or ranked[0].relevance < FEEDBACK_RELEVANCE:
+            return False
+        if len(ranked) > 1 and ranked[0].rank < FEEDBACK_MARGIN * ranked[1].rank:
+            return False
+        have = set(q.searched)
+        fresh = [t for t in dict.fromkeys(ranked[0].body) if t not in have and t.isalpha()
+                 and len(t) > 2 and t not in STEMMED_STOPWORDS]
+        counts = self._frequencies(fresh[:FEEDBACK_LOOKUPS], rows)
+        words = sorted((t for t in counts if 2 <= counts[t] <= FEEDBACK_MAX_DF),
+                       key=lambda t: (counts[t], t))[:FEEDBACK_TERMS]
+        if not words:
+            return False
+        df.update(counts)
+        q.feedback, q.feedback_from = words, ranked[0].row[0]
+        q.searched = list(dict.fromkeys([*q.searched, *words]))
+        return True
 
     def _frequencies(self, terms: list[str], rows: int) -> dict[str, int]:
         """Facts holding each term: exact for rare words, cached estimates for common ones."""
@@ -287,6 +339,12 @@ class Retriever:
                 if tf:
                     bm25 += TERM_CREDIT * idf[t] * tf * (k1 + 1) / (tf + norm)
                     held += TERM_CREDIT * weight[t]
+            for t in (q.feedback if c.row[0] != q.feedback_from else ()):
+                # Rank only: feedback words add no relevance. The result they came from keeps
+                # its rank (it holds them all, and would only pull further ahead).
+                tf = body.count(t)
+                if tf:
+                    bm25 += FEEDBACK_CREDIT * idf[t] * tf * (k1 + 1) / (tf + norm)
             c.relevance = min(1.0, held / total_weight)
             row = c.row
             # A pinned fact (the vault) never decays: a year old, it ranks as if fresh.
