@@ -1,13 +1,18 @@
 """English <-> Chinese without an LLM (issue 13, dev-set cjk-cross): the word list's
 translations stand for a query word, and stated aliases reach one hop further.
 
-Real SQLite stores; no LLM anywhere.
+Real SQLite stores; no LLM, except the labelled HTTP fake of tests/llm_fakes.py in the last
+test (the navigator's own search terms across scripts).
 """
 
+import json
 from importlib import resources
 
+from evoclaw_memory import Memory
 from evoclaw_memory.retrieval import crosslang
 from evoclaw_memory.text import query_terms
+
+from llm_fakes import FakeLLM
 
 
 def test_the_word_list_ships_and_reads_both_ways():
@@ -81,3 +86,20 @@ def test_aliases_reach_one_hop_further(mem):
     ids = [h.fact.id for h in mem.retrieve("What should I know when I cook for Lily?")]
     assert lily.id in ids and other.id in ids
     assert ids.index(lily.id) < ids.index(other.id)
+
+
+TERMS = ["Rahman", "vet"]
+
+
+def test_an_llm_navigators_english_terms_reach_the_index_for_a_chinese_query(home, clock):
+    # The scripted HTTP fake of tests/llm_fakes.py answers the one navigator call with a path
+    # and English search terms; "看病" has no one-word gloss in the word list, so only the
+    # navigator's terms can reach the English fact (the path it picks does not hold it).
+    fake = FakeLLM(json.dumps({"paths": ["home/house"], "terms": TERMS, "nothing_relevant": False}))
+    with Memory.open("crosslang", home=home, clock=clock, llm=fake.client()) as mem:
+        vet = mem.remember("Dr Amir Rahman at Kirkstall sees Biscuit every March", category="home/pets")
+        mem.remember("The boiler is serviced every October", category="home/house")
+        assert crosslang.translations("谁给狗看病？", query_terms("谁给狗看病？")).get("看病") is None
+        hits = mem.retrieve("谁给狗看病？")
+        assert fake.calls == 1
+        assert vet.id in [h.fact.id for h in hits]
