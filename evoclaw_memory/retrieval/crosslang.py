@@ -20,7 +20,7 @@ from importlib import resources
 
 from evoclaw_memory.text import STEMMED_STOPWORDS, cjk_bigrams, cjk_runs, is_cjk, stem
 
-ZH_PER_WORD = 2         # Chinese words an English word may stand for (the most common ones)
+ZH_PER_WORD = 1         # Chinese words an English word may stand for (the most common ones)
 MAX_TRANSLATED = 6      # query words translated per query (each adds searched tokens)
 MAX_WORD = 4            # longest Chinese dictionary word, in characters
 

@@ -62,7 +62,7 @@ BM25_K1, BM25_B = 1.2, 0.5    # k1 as FTS5; b lower: short facts, length says li
 FEEDBACK_RELEVANCE = 0.5      # the first result holds this share of the query's weight ...
 FEEDBACK_MARGIN = 1.3         # ... and outranks the second this much: then feedback runs
 FEEDBACK_TERMS = 3            # words it adds (the first result's rarest)
-FEEDBACK_LOOKUPS = 24         # words of the first result whose counts are looked up
+FEEDBACK_LOOKUPS = 12         # words of the first result whose counts are looked up
 FEEDBACK_MAX_DF = RANK_BUDGET // 4   # a feedback word held by more says little
 FEEDBACK_CREDIT = 0.3         # × a query word's bm25 credit
 FEEDBACK_CEILING = 0.999      # × the source's rank: the most a fact ranked up by it reaches
@@ -87,11 +87,12 @@ _CORPORA: "weakref.WeakKeyDictionary[LocalStore, _Corpus]" = weakref.WeakKeyDict
 class _Candidate:
     """A fact row being ranked: row = (rowid, *fact columns, index body, pinned)."""
 
-    __slots__ = ("row", "body", "category", "created_at", "rank", "relevance", "choice")
+    __slots__ = ("row", "body", "words", "category", "created_at", "rank", "relevance", "choice")
 
     def __init__(self, row: tuple):
         self.row = row
         self.body = row[12].split()          # the index body is pre-tokenised text
+        self.words = frozenset(self.body)    # for the stand-ins' membership tests
         self.category: str = row[3]
         self.created_at: float = row[5]
         self.rank = 0.0
@@ -174,9 +175,14 @@ class Retriever:
             return []
         pool = [_Candidate(r) for r in self.store.live_rows_with_bodies(rowids)]
 
+        boost: dict[int, float] = {}
+        asked: set[int] = set()             # rowids whose entity boost is known
+
         def rank() -> list[_Candidate]:
             self._score(pool, q, df, rows, avg_len, choices, understood, now)
-            boost = entities.boost([c.row[0] for c in pool])
+            fresh = [c.row[0] for c in pool if c.row[0] not in asked]
+            boost.update(entities.boost(fresh))
+            asked.update(fresh)
             for c in pool:
                 c.rank *= boost.get(c.row[0], 1.0)
             source = next((c for c in pool if c.row[0] == q.feedback_from), None)
@@ -328,7 +334,7 @@ class Retriever:
                     # ("地铁" for "metro"): credited at the rarer of the two weights, below the
                     # word itself.
                     phrases = table.get(t)
-                    phrase = phrases and next((p for p in phrases if all(w in body for w in p)), None)
+                    phrase = phrases and next((p for p in phrases if c.words.issuperset(p)), None)
                     if phrase:
                         a_idf = min(idf[t], min(idf[w] for w in phrase))
                         bm25 += credit * a_idf * (k1 + 1) / (1 + norm)
