@@ -27,9 +27,9 @@ import re
 import time
 from bisect import bisect_right
 from collections import Counter
-from typing import NamedTuple, Optional, Sequence
+from typing import Iterable, NamedTuple, Optional, Sequence
 
-from evoclaw_memory.limits import CORE_SUMMARY_MAX_BYTES
+from evoclaw_memory.limits import CORE_SUMMARY_MAX_BYTES, DISTILLED_FACT_MAX_CHARS
 from evoclaw_memory.distill.classify import (CONVERSATION_MIN_SCORE, CategoryIndex, category_for, choose_category,
                                              importance_of, is_informative, is_worth_keeping, slug,
                                              terms_of_hints)
@@ -167,7 +167,8 @@ class _FactBuilder:
             item for item in sorted(dropped + stray_items + extra) if (item[1], item[2]) not in carried
         ]
         extra_facts = self._place_leftovers(leftovers, kept, blocks, block_starts, block_of)
-        facts = [(s.start, self._fact(s, blocks[block_of(s.start)])) for s in kept]
+        facts = [(group[0].start, self._fact_of(group, blocks[index]))
+                 for index, group in self._groups(kept, blocks, block_of)]
         return [fact for _, fact in sorted(facts + extra_facts, key=lambda pair: pair[0])]
 
     def _keep(self, sentence: Sentence, block: Block) -> bool:
@@ -205,6 +206,48 @@ class _FactBuilder:
             extra.append((block_starts[block_index], self._fact(whole, block)))
         return extra
 
+    def _groups(self, kept: list[Sentence], blocks: Sequence[Block],
+                block_of) -> list[tuple[int, list[Sentence]]]:
+        """The kept sentences as (block index, sentences of one fact), in order.
+
+        A turn's kept sentences are packed into as few facts as the fact limit allows: a
+        sentence alone often loses what it is about ("It was so cool" after "I loved reading
+        Charlotte's Web"), and a turn said as one thing is found as one thing (issue 13).
+        What must stand out (a credential, a contact) stays a fact of its own,
+        so its weight is not lent to the chit-chat beside it. Other blocks (notes) keep one
+        fact per sentence."""
+        out: list[tuple[int, list[Sentence]]] = []
+        for sentence in kept:
+            index = block_of(sentence.start)
+            turn = blocks[index].turn
+            if (turn is not None and out and out[-1][0] == index
+                    and not any(_STANDS_ALONE & s.flags for s in (out[-1][1][-1], sentence))):
+                if len(_said(turn, [self._turn_text(s, turn) for s in [*out[-1][1], sentence]])) \
+                        <= DISTILLED_FACT_MAX_CHARS:
+                    out[-1][1].append(sentence)
+                    continue
+            out.append((index, [sentence]))
+        return out
+
+    def _turn_text(self, sentence: Sentence, turn: Turn) -> str:
+        """A turn's sentence as a fact says it, before naming the speaker: no filler or
+        "Remember that", dates made absolute."""
+        return resolve_dates(strip_prefixes(clean_sentence(sentence.text)), local_time(turn.when)).text
+
+    def _fact_of(self, group: list[Sentence], block: Block) -> FactDraft:
+        if len(group) == 1 or block.turn is None:
+            return self._fact(group[0], block)
+        turn = block.turn
+        parts = [self._fact(s, block) for s in group]          # also records each one's plan
+        text = _said(turn, [self._turn_text(s, turn) for s in group])
+        best = max(range(len(group)), key=lambda i: (group[i].score, -i))
+        metadata = parts[0].metadata
+        for part in parts[1:]:
+            metadata = merge_metadata(metadata, part.metadata)
+        return FactDraft(text=shorten(text), category=parts[best].category,
+                         importance=max(p.importance for p in parts), metadata=metadata,
+                         source=self.source, created_at=parts[0].created_at)
+
     def _fact(self, sentence: Sentence, block: Block) -> FactDraft:
         hint_terms = self._hint_cache.get(block.hints)
         if hint_terms is None:
@@ -213,8 +256,7 @@ class _FactBuilder:
         created_at = None
         turn = block.turn
         if turn is not None:
-            text = strip_prefixes(text)
-            resolved = resolve_dates(text, local_time(turn.when))
+            resolved = resolve_dates(strip_prefixes(text), local_time(turn.when))
             text = attribute(resolved.text, turn.speaker, turn.addressee)
             created_at = turn.when if turn.dated else None
             if resolved.future and resolved.dates:
@@ -260,8 +302,34 @@ _TASK_RE = re.compile(r"\b(?:need to|have to|must|remind me|don't forget|to-?do)
 _PLAN_RE = re.compile(r"\b(?:will|shall|going to|gonna|plan(?:s|ning)? to|booked|scheduled|appointment"
                       r"|due|need to|have to|must|remind me|meeting|visit)\b|'ll\b|要|打算|计划|准备|约|安排|开会",
                       re.I)
+# Flags of a sentence that is a fact of its own, never packed with its neighbours.
+_STANDS_ALONE = frozenset({"credential", "contact"})
 # A piece of a turn aims below the fact limit: the speaker's name and absolute dates add some.
 _TURN_PIECE = 120
+
+
+def _said(turn: Turn, sentences: list[str]) -> str:
+    """Sentences of one turn as one fact naming the speaker: each sentence is attributed on
+    its own ("their dog" would not say whose across sentences), and a "Name: " in front of a
+    later one goes (the fact already says who)."""
+    pieces = []
+    for i, sentence in enumerate(sentences):
+        piece = attribute(sentence, turn.speaker, turn.addressee)
+        if i and turn.speaker and piece.startswith((f"{turn.speaker}: ", f"{turn.speaker}：")):
+            piece = piece[len(turn.speaker) + 1:].lstrip()
+        pieces.append(piece)
+    return _join(pieces)
+
+
+def _join(pieces: Iterable[str]) -> str:
+    """Sentences as one text: a space after Latin text, none after Chinese (as each is written)."""
+    out = ""
+    for piece in pieces:
+        out += piece if not out or _CJK_END_RE.search(out) else " " + piece
+    return out
+
+
+_CJK_END_RE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]$")
 
 
 def _plan_kind(sentence: str) -> str:

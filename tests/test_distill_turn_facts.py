@@ -1,0 +1,73 @@
+"""Issue 13: a conversation turn becomes as few whole facts as the limit allows (SPEC §4).
+
+A sentence cut out of its turn loses what it is about ("It was so cool ..." after "I loved
+reading Charlotte's Web"), and a turn said as one thing should be found as one thing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from evoclaw_memory import Memory
+from evoclaw_memory.distill.rules import distill_facts
+from evoclaw_memory.limits import DISTILLED_FACT_MAX_CHARS
+
+AT = dt.datetime(2023, 5, 8, 13, 56)
+EPOCH = AT.timestamp()
+
+
+def texts(messages, at=EPOCH):
+    return [f.text for f in distill_facts(messages, [], at=at)]
+
+
+def test_the_sentences_of_a_turn_stay_together_in_one_fact():
+    assert texts([{"role": "assistant", "name": "Melanie", "content":
+                   'Wow! I loved reading "Charlotte\'s Web" as a kid. It was so cool seeing how '
+                   "friendship and compassion can make a difference. What about you?"}]) == [
+        'Melanie loved reading "Charlotte\'s Web" as a kid. It was so cool seeing how friendship '
+        "and compassion can make a difference."]
+
+
+def test_a_long_turn_is_packed_into_whole_sentences_within_the_limit():
+    turn = ("I went hiking last week and got into a bad spot with some people. It really bugged me, "
+            "so I tried to apologize to them. They asked about my dog and my new job. We talked for an hour "
+            "about the trail and the lake. Next time I will pick a quieter path through the forest.")
+    facts = texts([{"role": "user", "name": "Caroline", "content": turn}])
+    assert 1 < len(facts) < 5                          # packed, not one fact per sentence
+    assert all(len(f) <= DISTILLED_FACT_MAX_CHARS and not f.endswith("…") for f in facts)
+    joined = " ".join(facts)
+    for piece in ("in the week before 8 May 2023", "tried to apologize", "dog and their new job",
+                  "the trail and the lake", "quieter path through the forest"):
+        assert joined.count(piece) == 1                # every sentence, once, never cut
+    assert all("Caroline" in f for f in facts)         # each piece still says who
+
+
+def test_turns_are_never_packed_together():
+    facts = texts([{"role": "user", "name": "Jon", "content": "I'm starting a dance studio."},
+                   {"role": "assistant", "name": "Gina", "content": "I opened my clothing store."}])
+    assert facts == ["Jon is starting a dance studio.", "Gina opened their clothing store."]
+
+
+def test_a_credential_stays_a_fact_of_its_own_with_its_own_weight():
+    facts = distill_facts([{"role": "user", "content": "The wifi password is in Bitwarden. I had a long day "
+                            "at work and went to the shops for bread."}], [], at=EPOCH)
+    assert [f.text for f in facts] == ["The wifi password is in Bitwarden.",
+                                       "I had a long day at work and went to the shops for bread."]
+    assert facts[0].importance > facts[1].importance
+
+
+def test_chinese_sentences_of_a_turn_join_without_a_space():
+    assert texts([{"role": "user", "name": "陈莉", "content": "我昨天去了医院。医生说没事，下周再去复查。你呢？"}]) == [
+        "陈莉：我2023年5月7日去了医院。医生说没事，2023年5月15日那周再去复查。"]
+
+
+def test_a_packed_turn_is_found_by_words_of_both_sentences(tmp_path):
+    mem = Memory.open(agent_id="t", home=tmp_path)
+    try:
+        mem.end_conversation([{"role": "assistant", "name": "Melanie", "content":
+                               "I loved reading Charlotte's Web as a kid. It showed how friendship "
+                               "and compassion make a difference."}], at=EPOCH, sync=False)
+        (hit,) = mem.retrieve("Which book did Melanie read about friendship?", limit=1)
+        assert "Charlotte's Web" in hit.fact.text and "friendship" in hit.fact.text
+    finally:
+        mem.close()
