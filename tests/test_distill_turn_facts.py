@@ -71,3 +71,59 @@ def test_a_packed_turn_is_found_by_words_of_both_sentences(tmp_path):
         assert "Charlotte's Web" in hit.fact.text and "friendship" in hit.fact.text
     finally:
         mem.close()
+
+
+def _speaker_roles(mem, name):
+    keeper = mem.entity_keeper
+    entity_id = keeper.find(name)
+    rows = {rowid: text for rowid, text in mem.store.conn.execute("SELECT rowid, text FROM facts")}
+    return {rows[r]: role for r, role in keeper.roles([entity_id], list(rows)).items()}
+
+
+def test_a_distilled_fact_is_linked_to_who_said_it_as_its_speaker(tmp_path):
+    mem = Memory.open(agent_id="t", home=tmp_path)
+    try:
+        mem.end_conversation([
+            {"role": "user", "name": "Caroline", "content": "I went to an LGBTQ support group yesterday."},
+            {"role": "assistant", "name": "Melanie", "content": "Caroline is so brave. I painted a lake."},
+            {"role": "user", "name": "陈莉", "content": "我昨天去了医院，医生说没事。"},
+        ], at=EPOCH, sync=False)
+        caroline = _speaker_roles(mem, "Caroline")
+        assert caroline["Caroline went to an LGBTQ support group on 7 May 2023."] == "speaker"
+        # Melanie said it: it is about Caroline, not Caroline's words.
+        assert caroline["Melanie: Caroline is so brave. Melanie painted a lake."] != "speaker"
+        assert _speaker_roles(mem, "Melanie")["Melanie: Caroline is so brave. Melanie painted a lake."] == "speaker"
+        assert set(_speaker_roles(mem, "陈莉").values()) == {"speaker"}
+    finally:
+        mem.close()
+
+
+def test_what_a_person_said_in_their_own_words_is_not_outranked_by_their_chit_chat(tmp_path):
+    # Without the speaker link, only facts with no first person ("Caroline: The group ...")
+    # kept the speaker's label and its boost, and buried the answer under them.
+    mem = Memory.open(agent_id="t", home=tmp_path)
+    try:
+        mem.end_conversation([
+            {"role": "user", "name": "Caroline", "content": "I went to an LGBTQ support group yesterday."},
+            {"role": "assistant", "name": "Melanie", "content": "How was it?"},
+            {"role": "user", "name": "Caroline", "content": "The support group was so great!"},
+        ], at=EPOCH, sync=False)
+        top = mem.retrieve("When did Caroline go to the LGBTQ support group?", limit=1)
+        assert top[0].fact.text == "Caroline went to an LGBTQ support group on 7 May 2023."
+    finally:
+        mem.close()
+
+
+def test_an_unnamed_assistant_speaks_as_assistant_and_the_owner_links_no_one(tmp_path):
+    mem = Memory.open(agent_id="t", home=tmp_path)
+    try:
+        mem.end_conversation([{"role": "user", "content": "I moved to Lisbon in March."},
+                              {"role": "assistant", "content": "I booked the movers for Friday 3pm."}],
+                             at=EPOCH, sync=False)
+        assert _speaker_roles(mem, "Assistant") == {"Assistant booked the movers for Friday 12 May 2023 3pm.":
+                                                     "speaker"}
+        spoken = {role for (role,) in mem.store.conn.execute("SELECT role FROM entity_facts ef JOIN facts f "
+                                                             "ON f.rowid = ef.fact_rowid WHERE f.text LIKE 'I moved%'")}
+        assert "speaker" not in spoken
+    finally:
+        mem.close()

@@ -246,7 +246,7 @@ class _FactBuilder:
             metadata = merge_metadata(metadata, part.metadata)
         return FactDraft(text=shorten(text), category=parts[best].category,
                          importance=max(p.importance for p in parts), metadata=metadata,
-                         source=self.source, created_at=parts[0].created_at)
+                         source=self.source, created_at=parts[0].created_at, speaker=parts[0].speaker)
 
     def _fact(self, sentence: Sentence, block: Block) -> FactDraft:
         hint_terms = self._hint_cache.get(block.hints)
@@ -269,6 +269,7 @@ class _FactBuilder:
             metadata=sentence.metadata,
             source=self.source,
             created_at=created_at,
+            speaker=turn.speaker if turn is not None else None,
         )
 
 
