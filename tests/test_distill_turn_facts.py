@@ -127,3 +127,19 @@ def test_an_unnamed_assistant_speaks_as_assistant_and_the_owner_links_no_one(tmp
         assert "speaker" not in spoken
     finally:
         mem.close()
+
+
+def test_a_quoted_sentence_ends_after_its_closing_quote_and_initials_do_not_end_one():
+    from evoclaw_memory.distill.sentences import split_sentences
+    assert split_sentences('A quote by J.K. Rowling I like: "Turn on the light - happiness hides in the '
+                           'darkest of times." That is how I keep hope alive.') == [
+        'A quote by J.K. Rowling I like: "Turn on the light - happiness hides in the darkest of times."',
+        "That is how I keep hope alive."]
+    assert split_sentences("我说：“好的。”然后走了。") == ["我说：“好的。”", "然后走了。"]
+
+
+def test_a_quote_reaches_its_fact_whole():
+    facts = texts([{"role": "user", "name": "Tim", "content":
+                    'Yeah! There\'s a quote by J.K. Rowling that I really like: "Turn on the light - happiness '
+                    'hides in the darkest of times." That\'s how I keep hope alive during tough times.'}])
+    assert any('"Turn on the light - happiness hides in the darkest of times."' in f for f in facts)

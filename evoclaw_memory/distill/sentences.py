@@ -13,10 +13,13 @@ from evoclaw_memory.limits import DISTILLED_FACT_MAX_CHARS
 
 Messages = Union[str, Sequence[Any]]
 
-# Sentence ends: . ! ? before a space (not in "3.11" or a URL), 。！？ anywhere, line breaks.
-_SENTENCE_END_RE = re.compile(r"[.!?]+(?=\s|$)|[。！？]+|\n")
+# Sentence ends: . ! ? before a space (not in "3.11" or a URL), 。！？ anywhere, line breaks;
+# a closing quote or bracket right after the mark belongs to the sentence it closes (else a
+# quoted sentence ran on into the next, and its fact was cut inside the quote).
+_SENTENCE_END_RE = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)|[。！？]+[”’」』）)]*|\n")
+# "e.g." and "Mr." do not end a sentence; neither do initials ("J." or "J.K.").
 _ABBREVIATION_RE = re.compile(
-    r"(?<![A-Za-z.])(?:(?i:e\.g|i\.e|etc|vs|mr|mrs|ms|dr|prof|st|approx|fig|cf|jr|sr)|[A-Z])\Z"
+    r"(?<![A-Za-z.])(?:(?i:e\.g|i\.e|etc|vs|mr|mrs|ms|dr|prof|st|approx|fig|cf|jr|sr)|(?:[A-Z]\.)*[A-Z])\Z"
 )
 _ALNUM_RE = re.compile(r"[^\W_]")
 _BULLET_RE = re.compile(r"\s*(?:[-*+•>]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
