@@ -143,3 +143,14 @@ def test_a_quote_reaches_its_fact_whole():
                     'Yeah! There\'s a quote by J.K. Rowling that I really like: "Turn on the light - happiness '
                     'hides in the darkest of times." That\'s how I keep hope alive during tough times.'}])
     assert any('"Turn on the light - happiness hides in the darkest of times."' in f for f in facts)
+
+
+def test_words_after_the_speaker_that_are_not_verbs_are_left_as_they_are():
+    from evoclaw_memory.distill.speakers import attribute
+    said = {"I completely encourage it.": "Nate completely encourages it.",
+            "I then went home.": "Nate then went home.",
+            "I can share it with you if you would like!": "Nate can share it with Joanna if Joanna would like!",
+            "I will share more with you soon.": "Nate will share more with Joanna soon.",
+            "I reply to emails daily.": "Nate replies to emails daily.",
+            "I fly to Rome.": "Nate flies to Rome."}
+    assert {s: attribute(s, "Nate", "Joanna") for s in said} == said
