@@ -154,3 +154,14 @@ def test_words_after_the_speaker_that_are_not_verbs_are_left_as_they_are():
             "I reply to emails daily.": "Nate replies to emails daily.",
             "I fly to Rome.": "Nate flies to Rome."}
     assert {s: attribute(s, "Nate", "Joanna") for s in said} == said
+
+
+def test_a_one_word_statement_goes_with_the_sentence_next_to_it_and_never_alone():
+    def said(content):
+        return texts([{"role": "user", "name": "John", "content": content}])
+    assert said("We made pizza! We had so much fun making them together. Have you made anything lately?") == [
+        "John: We made pizza! We had so much fun making them together."]
+    assert said("Thanks, Gina! I won't quit. I'm gonna keep going.") == [
+        "John won't quit. John is gonna keep going."]
+    assert said("We made pizza!") == []                         # alone it says too little
+    assert said("Wow, nice band! I saw them live in Berlin.") == ["John saw them live in Berlin."]

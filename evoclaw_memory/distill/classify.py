@@ -59,6 +59,21 @@ def is_worth_keeping(sentence: Sentence) -> bool:
     return bool(words - _REACTIONS) and len(words) >= 2
 
 
+def is_minor_statement(sentence: Sentence) -> bool:
+    """A statement of one telling word ("We made pizza!", "I won't quit."): too little for a
+    fact of its own, worth keeping beside the sentence next to it (rules._FactBuilder)."""
+    if sentence.items or sentence.filler or sentence.question or sentence.cjk_chars:
+        return False
+    words = {w.lower().replace("’", "'") for w in WORD_RE.findall(sentence.text)} - STOPWORDS
+    return len(words - _REACTIONS) == 1 and _SUBJECT_RE.match(sentence.text) is not None
+
+
+# A statement starts with its subject: "We made ...", "I won't ...", "Oscar is ..." (not
+# "Wow, nice band!", whose one word is a reaction's object).
+_SUBJECT_RE = re.compile(r"(?:(?:and|but|so|yeah|yes|yep|yup|well|oh)[,!]?\s+)?"
+                         r"(?:i|we|he|she|they|my|our|his|her|their|it|this|that)\b(?!\s*[,!?])", re.I)
+
+
 def importance_of(sentence: Sentence, from_assistant: bool = False) -> float:
     """0..1: explicit 'remember'/'always', health, family and credentials weigh most."""
     flags = sentence.flags

@@ -31,7 +31,8 @@ from typing import Iterable, NamedTuple, Optional, Sequence
 
 from evoclaw_memory.limits import CORE_SUMMARY_MAX_BYTES, DISTILLED_FACT_MAX_CHARS
 from evoclaw_memory.distill.classify import (CONVERSATION_MIN_SCORE, CategoryIndex, category_for, choose_category,
-                                             importance_of, is_informative, is_worth_keeping, slug,
+                                             importance_of, is_informative, is_minor_statement,
+                                             is_worth_keeping, slug,
                                              terms_of_hints)
 from evoclaw_memory.distill.dates import resolve_dates
 from evoclaw_memory.distill.speakers import attribute
@@ -167,8 +168,12 @@ class _FactBuilder:
             item for item in sorted(dropped + stray_items + extra) if (item[1], item[2]) not in carried
         ]
         extra_facts = self._place_leftovers(leftovers, kept, blocks, block_starts, block_of)
+        minor = self._minor(sentences, kept_ids, blocks, block_of)
+        packed = sorted(kept + minor, key=lambda s: s.start) if minor else kept
+        minor_ids = {id(s) for s in minor}
         facts = [(group[0].start, self._fact_of(group, blocks[index]))
-                 for index, group in self._groups(kept, blocks, block_of)]
+                 for index, group in self._groups(packed, blocks, block_of)
+                 if not all(id(s) in minor_ids for s in group)]
         return [fact for _, fact in sorted(facts + extra_facts, key=lambda pair: pair[0])]
 
     def _keep(self, sentence: Sentence, block: Block) -> bool:
@@ -205,6 +210,22 @@ class _FactBuilder:
             whole.items = items
             extra.append((block_starts[block_index], self._fact(whole, block)))
         return extra
+
+    @staticmethod
+    def _minor(sentences: list[Sentence], kept_ids: set[int], blocks: Sequence[Block],
+               block_of) -> list[Sentence]:
+        """Short statements of a turn ("We made pizza!", "I won't quit.") that go with the
+        kept sentence next to them: alone they say too little to be a fact, beside it they
+        are often the very detail a question asks for."""
+        out = []
+        for i, sentence in enumerate(sentences):
+            index = block_of(sentence.start)
+            if id(sentence) in kept_ids or blocks[index].turn is None or not is_minor_statement(sentence):
+                continue
+            near = [sentences[j] for j in (i - 1, i + 1) if 0 <= j < len(sentences)]
+            if any(id(n) in kept_ids and block_of(n.start) == index for n in near):
+                out.append(sentence)
+        return out
 
     def _groups(self, kept: list[Sentence], blocks: Sequence[Block],
                 block_of) -> list[tuple[int, list[Sentence]]]:
