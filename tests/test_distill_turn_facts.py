@@ -165,3 +165,13 @@ def test_a_one_word_statement_goes_with_the_sentence_next_to_it_and_never_alone(
         "John won't quit. John is gonna keep going."]
     assert said("We made pizza!") == []                         # alone it says too little
     assert said("Wow, nice band! I saw them live in Berlin.") == ["John saw them live in Berlin."]
+
+
+def test_a_statement_with_a_question_tag_is_kept_without_the_tag():
+    def said(content, name="Caroline"):
+        return texts([{"role": "user", "name": name, "content": content}])
+    assert said("Sunflowers mean warmth and happiness, right? What do flowers mean to you?") == [
+        "Caroline: Sunflowers mean warmth and happiness."]
+    assert said("这家店的饺子很好吃，对吧？", name="陈莉") == ["陈莉：这家店的饺子很好吃。"]
+    assert said("What a day, right?") == [] and said("Is that right?") == []   # still questions
+    assert said("It was fun, huh?") == []                                      # the tag adds nothing
