@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from evoclaw_memory import Memory
 from evoclaw_memory.distill.rules import distill_facts
 from evoclaw_memory.limits import DISTILLED_FACT_MAX_CHARS
@@ -175,3 +177,25 @@ def test_a_statement_with_a_question_tag_is_kept_without_the_tag():
     assert said("这家店的饺子很好吃，对吧？", name="陈莉") == ["陈莉：这家店的饺子很好吃。"]
     assert said("What a day, right?") == [] and said("Is that right?") == []   # still questions
     assert said("It was fun, huh?") == []                                      # the tag adds nothing
+
+
+# Sunday 10 July 2022, 14:00 local time.
+SUNDAY = dt.datetime(2022, 7, 10, 14, 0).timestamp()
+
+
+@pytest.mark.parametrize("said, fact", [
+    # an irregular past tense puts a bare weekday behind, not ahead
+    ("I won my fourth video game tournament on Friday!",
+     "Nate won their fourth video game tournament on Friday 8 July 2022!"),
+    ("I will play the final on Friday.", "Nate will play the final on Friday 15 July 2022."),
+    # the usual short forms of a weekday
+    ("I took my kids to a pottery workshop last Fri.",
+     "Nate took their kids to a pottery workshop on Friday 8 July 2022."),
+    ("I joined a new activist group last Tues.", "Nate joined a new activist group on Tuesday 5 July 2022."),
+    # last night, this morning; a date that is the subject stands bare
+    ("Last night was amazing, we saw a jazz concert.", "Nate: The night of 9 July 2022 was amazing"),
+    ("I baked bread this morning with my son.", "Nate baked bread on the morning of 10 July 2022 with"),
+])
+def test_more_relative_dates_become_absolute(said, fact):
+    [text] = texts([{"role": "user", "name": "Nate", "content": said}], at=SUNDAY)
+    assert text.startswith(fact)
