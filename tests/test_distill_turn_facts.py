@@ -199,3 +199,12 @@ SUNDAY = dt.datetime(2022, 7, 10, 14, 0).timestamp()
 def test_more_relative_dates_become_absolute(said, fact):
     [text] = texts([{"role": "user", "name": "Nate", "content": said}], at=SUNDAY)
     assert text.startswith(fact)
+
+
+def test_a_rough_time_ago_keeps_its_roughness_and_its_anchor_and_set_stays_past():
+    at = dt.datetime(2023, 7, 27, 13, 0).timestamp()
+    assert texts([{"role": "user", "name": "Maria", "content": "I started volunteering here about a year ago "
+                   "after seeing a family on the streets."}], at=at) == [
+        "Maria started volunteering here around 2022 after seeing a family on the streets."]
+    assert texts([{"role": "user", "name": "John", "content": "I set up a 5K charity run in our neighborhood."}],
+                 at=at) == ["John set up a 5K charity run in our neighborhood."]

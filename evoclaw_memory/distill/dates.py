@@ -50,7 +50,7 @@ _EN_RE = re.compile(
     r"|(?P<today>today)|(?P<tonight>tonight|this evening)|(?P<lastnight>last night)"
     r"|this\s+(?P<todaypart>morning|afternoon)"
     r"|(?P<tmrw>tomorrow)(?:\s+(?P<tpart>morning|afternoon|evening|night))?"
-    rf"|(?P<n>{_NUM})\s+(?P<unit>day|week|month|year)s?\s+ago"
+    rf"|(?P<about>(?:about|around|almost|nearly|over|roughly)\s+)?(?P<n>{_NUM})\s+(?P<unit>day|week|month|year)s?\s+ago"
     r"|(?P<few>a few|several)\s+(?P<funit>day|week)s\s+ago"
     r"|(?P<rel>last|next|this|this past|this coming|coming)\s+"
     rf"(?P<what>week(?:end)?|month|year|{_WD}|{_WD_SHORT})"
@@ -124,6 +124,15 @@ def resolve_dates(text: str, when: dt.datetime) -> Resolved:
             if g["few"]:
                 found.append(today)
                 return f"a few {unit}s before {format_date(today)}"
+            if g["about"]:          # "about a year ago": roughly, so not "in 2022" as if exact
+                day = _back(today, n, unit)
+                found.append(day)
+                rough = g["about"].strip()
+                if unit == "year":                  # "nearly a year ago" -> "around 2022"
+                    return f"around {day.year}"
+                if unit == "month":
+                    return f"around {_MONTHS[day.month - 1]} {day.year}"
+                return f"{rough} {g['n']} {unit}{'s' if n != 1 else ''} before {format_date(today)}"
             return _ago(n, unit, today, found, bare)
         if g["what"]:
             what = g["what"].lower().rstrip(".")

@@ -22,7 +22,7 @@ sat spent stood won wrote began became ate drove flew forgot heard held left let
 sang slept spoke swam taught threw understood woke wore built caught chose drew fell fought
 found gave grew hid hung hurt knew lay led lit quit shot shut sold stuck struck tried just
 really also never always still often usually recently finally actually totally already even
-only once sometimes definitely absolutely""".split())
+only once sometimes definitely absolutely set cut hit cost bet fit split spread""".split())
 _ADVERBS = set("""just really also never always still often usually recently finally actually
 totally already even only sometimes definitely absolutely""".split())
 _IRREGULAR = {"am": "is", "are": "is", "have": "has", "do": "does", "'m": "is", "'ve": "has",
