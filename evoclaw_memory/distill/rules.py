@@ -127,6 +127,7 @@ class _FactBuilder:
         self.index, self.source, self.min_score = index, source, min_score
         self._hint_cache: dict[tuple[str, ...], set[str]] = {}
         self.plans: list[tuple[str, str, dt.date]] = []  # (text, "event"|"task", day)
+        self._pieces: dict[int, tuple[str, Optional[tuple[str, dt.date]]]] = {}
 
     def run(self, blocks: Sequence[Block]) -> list[FactDraft]:
         if not blocks:
@@ -243,53 +244,67 @@ class _FactBuilder:
             turn = blocks[index].turn
             if (turn is not None and out and out[-1][0] == index
                     and not any(_STANDS_ALONE & s.flags for s in (out[-1][1][-1], sentence))):
-                if len(_said(turn, [self._turn_text(s, turn) for s in [*out[-1][1], sentence]])) \
+                if len(_said(turn, [self._piece(s, turn)[0] for s in [*out[-1][1], sentence]])) \
                         <= DISTILLED_FACT_MAX_CHARS:
                     out[-1][1].append(sentence)
                     continue
             out.append((index, [sentence]))
         return out
 
-    def _turn_text(self, sentence: Sentence, turn: Turn) -> str:
-        """A turn's sentence as a fact says it, before naming the speaker: no filler or
-        "Remember that", dates made absolute."""
-        return resolve_dates(strip_prefixes(clean_sentence(sentence.text)), local_time(turn.when)).text
+    def _piece(self, sentence: Sentence, turn: Turn) -> tuple[str, Optional[tuple[str, dt.date]]]:
+        """A turn's sentence as a fact says it (no filler or "Remember that", dates made
+        absolute, the speaker named) and its plan (kind, day) if it is a dated one; computed
+        once per sentence (packing asks again for each sentence it tries to add)."""
+        key = id(sentence)
+        found = self._pieces.get(key)
+        if found is None:
+            resolved = resolve_dates(strip_prefixes(clean_sentence(sentence.text)), local_time(turn.when))
+            text = attribute(resolved.text, turn.speaker, turn.addressee)
+            plan = None
+            if resolved.future and resolved.dates:
+                plan = (_plan_kind(sentence.text),
+                        min(d for d in resolved.dates if d > local_time(turn.when).date()))
+            found = self._pieces[key] = (text, plan)
+        return found
 
     def _fact_of(self, group: list[Sentence], block: Block) -> FactDraft:
-        if len(group) == 1 or block.turn is None:
-            return self._fact(group[0], block)
+        """One fact of a group of sentences (one, unless they are a turn's packed sentences)."""
         turn = block.turn
-        parts = [self._fact(s, block) for s in group]          # also records each one's plan
-        text = _said(turn, [self._turn_text(s, turn) for s in group])
-        best = max(range(len(group)), key=lambda i: (group[i].score, -i))
-        metadata = parts[0].metadata
-        for part in parts[1:]:
-            metadata = merge_metadata(metadata, part.metadata)
-        return FactDraft(text=shorten(text), category=parts[best].category,
-                         importance=max(p.importance for p in parts), metadata=metadata,
-                         source=self.source, created_at=parts[0].created_at, speaker=parts[0].speaker)
+        if turn is None:
+            return self._fact(group[0], block, clean_sentence(group[0].text))
+        pieces = [self._piece(s, turn) for s in group]
+        for text, plan in pieces:
+            if plan is not None:
+                self.plans.append((shorten(text), *plan))
+        best = max(group, key=lambda s: s.score) if len(group) > 1 else group[0]   # first on ties
+        draft = self._fact(best, block, _said(turn, [text for text, _ in pieces]))
+        if len(group) > 1:
+            metadata = group[0].metadata
+            for sentence in group[1:]:
+                metadata = merge_metadata(metadata, sentence.metadata)
+            draft.metadata = metadata
+            draft.importance = max(importance_of(s, block.from_assistant) for s in group)
+        return draft
 
-    def _fact(self, sentence: Sentence, block: Block) -> FactDraft:
+    def _fact(self, sentence: Sentence, block: Block, text: Optional[str] = None) -> FactDraft:
+        """The fact of `sentence` (its category, importance and links), saying `text`."""
         hint_terms = self._hint_cache.get(block.hints)
         if hint_terms is None:
             hint_terms = self._hint_cache[block.hints] = terms_of_hints(block.hints)
-        text = clean_sentence(sentence.text)
-        created_at = None
         turn = block.turn
-        if turn is not None:
-            resolved = resolve_dates(strip_prefixes(text), local_time(turn.when))
-            text = attribute(resolved.text, turn.speaker, turn.addressee)
-            created_at = turn.when if turn.dated else None
-            if resolved.future and resolved.dates:
-                self.plans.append((shorten(text), _plan_kind(sentence.text), min(
-                    d for d in resolved.dates if d > local_time(turn.when).date())))
+        if text is None:                     # a block's leftovers, described by the block
+            text = clean_sentence(sentence.text)
+            if turn is not None:
+                text, plan = self._piece(sentence, turn)
+                if plan is not None:
+                    self.plans.append((shorten(text), *plan))
         return FactDraft(
             text=shorten(text),
             category=category_for(sentence, self.index, hint_terms),
             importance=importance_of(sentence, block.from_assistant),
             metadata=sentence.metadata,
             source=self.source,
-            created_at=created_at,
+            created_at=turn.when if turn is not None and turn.dated else None,
             speaker=turn.speaker if turn is not None else None,
         )
 
@@ -331,12 +346,11 @@ _TURN_PIECE = 120
 
 
 def _said(turn: Turn, sentences: list[str]) -> str:
-    """Sentences of one turn as one fact naming the speaker: each sentence is attributed on
-    its own ("their dog" would not say whose across sentences), and a "Name: " in front of a
-    later one goes (the fact already says who)."""
+    """Sentences of one turn, each already naming the speaker (attributed on its own: "their
+    dog" would not say whose across sentences), as one fact; a "Name: " in front of a later
+    one goes (the fact already says who)."""
     pieces = []
-    for i, sentence in enumerate(sentences):
-        piece = attribute(sentence, turn.speaker, turn.addressee)
+    for i, piece in enumerate(sentences):
         if i and turn.speaker and piece.startswith((f"{turn.speaker}: ", f"{turn.speaker}：")):
             piece = piece[len(turn.speaker) + 1:].lstrip()
         pieces.append(piece)
