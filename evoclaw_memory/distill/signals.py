@@ -293,6 +293,10 @@ def _scan_chinese(text: str, sentence_at) -> None:
                 sentence.filler_chars += len(match.group())
             else:
                 _count_entry(sentence, kind, label)
+    _scan_chinese_names(text, sentence_at)
+
+
+def _scan_chinese_names(text: str, sentence_at) -> None:
     for match in _ZH_NAME_RE.finditer(text):
         sentence = sentence_at(match.start())
         name = _trim_chinese_name(next(group for group in match.groups() if group))
@@ -322,9 +326,30 @@ def _trim_chinese_name(name: str) -> str:
 
 
 def find_people(text: str) -> list[str]:
-    """Proper names in `text`: capitalised words in mid-sentence, Chinese names by surname."""
+    """Proper names in `text`: capitalised words in mid-sentence, Chinese names by surname.
+
+    Only the name scanners run (not every signal `analyse` counts): entity linking calls this
+    for every fact `remember` stores, so it must cost a fraction of a full analysis."""
+    sentences = [Sentence(text, start, end) for start, end in sentence_spans(text)]
+    if not sentences:
+        return []
+    starts = [s.start for s in sentences]
+
+    def sentence_at(offset: int) -> Sentence | None:
+        index = bisect_right(starts, offset) - 1
+        if index >= 0 and offset < sentences[index].end:
+            return sentences[index]
+        return None
+
+    for sentence in sentences:      # the one per-sentence fact the name scanner reads
+        first = WORD_RE.search(text, sentence.start, sentence.end)
+        if first:
+            sentence.first_word_start = first.start()
+    _scan_names(text, sentence_at)
+    if _CJK_CHAR_RE.search(text):
+        _scan_chinese_names(text, sentence_at)
     people: list[str] = []
-    for sentence in analyse(text).sentences:
+    for sentence in sentences:
         extend_unique(people, sentence.names)
     return people
 
