@@ -51,6 +51,8 @@ class Fact(msgspec.Struct, omit_defaults=True):
     pinned: bool = False        # in the vault: never decays, never leaves the device
     private: bool = False       # the owner's only: never in a shared session's context
     changed_at: float = 0.0     # last change of content or flags (0: never); the sync's LWW clock
+    speaker: Optional[str] = None   # who said it (FactDraft.speaker), kept so a restored or
+                                    # pulling device links the fact to its speaker again
 
 
 class Identity(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):

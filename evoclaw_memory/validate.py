@@ -452,6 +452,16 @@ def entity_name(value: Any, name: str = "entity name") -> str:
     return value
 
 
+def speaker(value: Any) -> Optional[str]:
+    """Who said a fact (a conversation turn's name), or None: a short single-line name, as
+    an entity's name is (it becomes one); blank reads as None."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str) and any(ch in value for ch in "\n\r\u2028\u2029\x85"):
+        raise ValidationError("speaker must be one line")     # not collapsed: refused
+    return entity_name(value, "speaker")
+
+
 def entity_kind(value: Any) -> str:
     """One of ENTITY_KINDS (the singular "person", "place"... is accepted for its plural)."""
     kind = text("entity kind", value, max_len=32).strip().lower()

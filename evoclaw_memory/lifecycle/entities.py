@@ -119,15 +119,15 @@ class EntityGraph:
         while True:
             cursor = int(self.store.get_setting(KV_CURSOR) or 0)
             rows = self.store.conn.execute(
-                "SELECT rowid, text, created_at FROM facts WHERE rowid > ? ORDER BY rowid "
+                "SELECT rowid, text, created_at, speaker FROM facts WHERE rowid > ? ORDER BY rowid "
                 "LIMIT ?", (cursor, min(batch or CATCH_UP_BATCH, CATCH_UP_BATCH))).fetchall()
             if not rows:
                 return linked
             now = self.clock()
             keeper = self.entity_keeper
             with self.store.transaction(), self.store.warm_neutral():
-                for rowid, text, created_at in rows:
-                    _link_one(keeper, rowid, text, created_at, now)
+                for rowid, text, created_at, speaker in rows:
+                    _link_one(keeper, rowid, text, created_at, now, speaker)
                 self.store.set_setting(KV_CURSOR, str(rows[-1][0]))
             linked += len(rows)
             if batch is not None:
@@ -136,10 +136,19 @@ class EntityGraph:
     def link_speaker(self, fact: Fact, name: str) -> None:
         """Link a distilled fact to the person who said it, as its speaker. A stored turn
         ("Melanie: ...") says so in its text; a distilled one reads "Melanie went ...",
-        which the text alone cannot tell from a fact about Melanie, so distillation says."""
+        which the text alone cannot tell from a fact about Melanie, so distillation says.
+
+        The speaker is kept with the fact too (facts.speaker, in the caller's transaction, so
+        the push of this fact carries it): links are rebuilt from the stored fact on a restored
+        device, on one that pulls it and in the catch-up (_link_one), and there only the
+        stored speaker tells."""
         row = self.store.conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact.id,)).fetchone()
         if row is None or not validate.valid(validate.entity_name, name):
             return
+        name = validate.entity_name(name)
+        # A reinforced older fact keeps the speaker it has (who said it first).
+        self.store.conn.execute("UPDATE facts SET speaker = ? WHERE rowid = ? AND speaker IS NULL",
+                                (name, row[0]))
         keeper = self.entity_keeper
         keeper.link_fact(keeper.ensure(name, "people", self.clock()), row[0], "speaker", fact.created_at)
 
@@ -205,9 +214,15 @@ class EntityGraph:
         return lines
 
 
-def _link_one(keeper: EntityKeeper, rowid: int, text: str, created_at: float, now: float) -> None:
-    """Link one fact to what it mentions: the rules' finds and the known names it holds."""
+def _link_one(keeper: EntityKeeper, rowid: int, text: str, created_at: float, now: float,
+              speaker: Optional[str] = None) -> None:
+    """Link one fact to what it mentions: the rules' finds and the known names it holds,
+    and to its stored speaker (who said it: the text alone cannot tell) as "speaker"."""
     linked: set[int] = set()
+    if speaker and validate.valid(validate.entity_name, speaker):
+        entity_id = keeper.ensure(validate.entity_name(speaker), "people", now)
+        keeper.link_fact(entity_id, rowid, "speaker", created_at)
+        linked.add(entity_id)
     for m in extract(text):
         entity_id = keeper.ensure(m.name, m.kind, now)
         for alias in m.aliases:

@@ -91,7 +91,8 @@ def _replace(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> None:
     tier = "warm" if pulled.pinned else known.tier       # the vault lives on the device
     new = msgspec.structs.replace(pulled, category=category, tier=tier,
                                   access_count=max(known.access_count, pulled.access_count),
-                                  last_access=max(known.last_access, pulled.last_access))
+                                  last_access=max(known.last_access, pulled.last_access),
+                                  speaker=pulled.speaker or known.speaker)   # (an older release's has none)
     content = [name for name in ("text", "category", "importance", "metadata")
                if getattr(new, name) != getattr(known, name)]
     if content:
@@ -104,11 +105,11 @@ def _replace(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> None:
     key, body = key_and_body_of(new)
     conn.execute("UPDATE facts SET text = ?, category = ?, importance = ?, metadata = ?, "
                  "norm_key = ?, size = ?, superseded_by = ?, pinned = ?, private = ?, tier = ?, "
-                 "changed_at = ?, access_count = ?, last_access = ? WHERE id = ?",
+                 "changed_at = ?, access_count = ?, last_access = ?, speaker = ? WHERE id = ?",
                  (new.text, new.category, new.importance, encoder.encode(new.metadata).decode(),
                   key_digest(key), fact_size(new.text, new.metadata), new.superseded_by,
                   int(new.pinned), int(new.private), new.tier, new.changed_at, new.access_count,
-                  new.last_access, known.id))
+                  new.last_access, new.speaker, known.id))
     if content:
         store.reindex_fact(known.id, body)
     # The counts hold live facts per (category, tier): take the old place out, the new one in.
