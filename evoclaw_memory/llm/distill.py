@@ -36,6 +36,8 @@ RELATED_TERMS = 24          # the rarest conversation words that find related fa
 # text is the model's invention, not the owner's memory. Hot updates must be better grounded.
 GROUNDED_FACT = 0.34
 GROUNDED_HOT = 0.5
+# Share of a fact's words one turn must hold for the fact to be that turn's speaker's.
+SPEAKER_GROUNDED = 0.5
 # A "duplicate_of" must say mostly the same words as the old fact; a "supersedes" must at
 # least share a word with it (a newer value of the same thing).
 DUPLICATE_OVERLAP = 0.6
@@ -122,9 +124,36 @@ def distill_with_llm(client: LLMClient, turns: list[tuple[str, str]], nodes: lis
     for item in answer.facts:
         item.text = resolve_dates(item.text, local_time(at)).text
     result = build_result(answer, turns, nodes, aliased, now, extra_vocabulary=text)
+    attribute_speakers(result["facts"], named)
     for draft in result["facts"]:
         draft.created_at = at              # said then, not when it was distilled
     return result
+
+
+def attribute_speakers(drafts: list[FactDraft], turns: list[Turn]) -> None:
+    """Set each draft's speaker when it comes from one turn, as the rules do: the turn's
+    `name`, "Assistant" for an unnamed assistant, None for the unnamed owner.
+
+    Who said it is read from the conversation, not taken from the model: a fact comes from
+    the turn holding the largest share of its words (at least SPEAKER_GROUNDED of them), and
+    only when no turn of another speaker holds as many. Speakers' names and date words are
+    left out of that share: the fact names its speaker ("Caroline went ...") where her own
+    turn says "I", and a resolved date is in no turn."""
+    if not turns:
+        return
+    skip = set(tokens(" ".join(t.speaker for t in turns if t.speaker))) | _MONTH_WORDS
+    said = [set(tokens(t.text)) for t in turns]
+    for draft in drafts:
+        words = {w for w in query_terms(draft.text) if w not in skip and not w.isdigit()}
+        if not words:
+            continue
+        shares = [len(words & turn_words) / len(words) for turn_words in said]
+        best = max(shares)
+        if best < SPEAKER_GROUNDED:
+            continue
+        who = {turns[i].speaker or "" for i, share in enumerate(shares) if share == best}
+        if len(who) == 1:
+            draft.speaker = turns[shares.index(best)].speaker
 
 
 def named_text(turns: list[Turn], at: float) -> str:
