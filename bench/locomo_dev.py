@@ -6,6 +6,9 @@ Two ways side by side, in the same run (see ../shared/eval/locomo-dev/README.md)
   turns     every turn stored with remember("Speaker: text", created_at=session time)
   lifecycle each session given to end_conversation(messages, at=session time, sync=False),
             OpenAI-style messages with the speaker's name in `name`
+  relinked  (--way relinked) lifecycle, then every entity link dropped and rebuilt from the
+            stored facts: what a restored device, one that pulls the facts, or the linking
+            catch-up has (the speaker comes from the fact's stored speaker, issue 13)
 
 Gold for the lifecycle way: "a top-5 fact was made from an evidence turn". There is no
 free-form metadata field to carry a dia_id, so a fact is traced back to its turn by text:
@@ -122,6 +125,8 @@ def run(limit: int = 5, data: Path = DATA, ways: tuple[str, ...] = ("turns", "li
                             mem.remember(f"{t['speaker']}: {turn_text(t)}", created_at=when)
                     else:
                         _end(mem, messages_of(conv, turns), when)
+                if way == "relinked":
+                    _relink(mem)
                 facts = list(mem.store.iter_facts(live_only=True))
                 facts_total += len(facts)
                 origin = _origin_index(conv, facts)
@@ -161,6 +166,14 @@ def run(limit: int = 5, data: Path = DATA, ways: tuple[str, ...] = ("turns", "li
     return results
 
 
+def _relink(mem: Any) -> None:
+    """Drop the entity links and rebuild them from the stored facts (as a new device does)."""
+    with mem.store.transaction():
+        mem.store.conn.execute("DELETE FROM entity_facts")
+        mem.store.set_setting("entities.linked_rowid", "0")
+    mem.link_new_facts(None)
+
+
 def _end(mem: Any, messages: list[dict], when: float) -> None:
     try:
         mem.end_conversation(messages, at=when, sync=False, consolidate=False)
@@ -198,7 +211,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=5)
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--way", choices=("turns", "lifecycle", "both"), default="both")
+    parser.add_argument("--way", choices=("turns", "lifecycle", "relinked", "both"), default="both")
     args = parser.parse_args(argv)
     ways = ("turns", "lifecycle") if args.way == "both" else (args.way,)
     print(json.dumps(run(args.limit, args.data, ways), indent=2))
