@@ -87,6 +87,15 @@ def test_speaker_survives_push_restore_full_restore_and_pull(fresh_db, tmp_path)
             b.store.conn.commit()
             b.link_new_facts(None)
             assert_speakers_back(b)
+        # A's edit of her fact reaches B through the change feed; the speaker stays.
+        with Memory.open("sam", home=tmp_path / "a") as a:
+            (mine,) = [f for f in a.store.iter_facts() if f.text == HERS]
+            a.edit(mine.id, text=HERS.replace("community centre", "town library"))
+            a.sync(remote=remote)
+        with Memory.open("sam", home=tmp_path / "b") as b:
+            b.sync(remote=remote)
+            edited = b.store.get_fact(mine.id)
+            assert "town library" in edited.text and edited.speaker == "Caroline"
     finally:
         remote.close()
 
@@ -109,3 +118,13 @@ def test_an_encrypted_agent_keeps_the_speaker_sealed_and_restores_it(make_sqld, 
     with Memory.open("sam", home=tmp_path / "r", cloud_url=url, cloud_token=token) as restored:
         restored.restore(passphrase=PASS)
         assert_speakers_back(restored)
+    # The sealed speaker is bound to its row: moved onto another row, it fails to open and
+    # that row is reported and skipped (never read as someone else's words).
+    with SqlRemote(HranaClient(url, token), "raw") as raw:
+        ids = dict(raw.sql.execute("SELECT speaker, id FROM cold_memories").rows)
+        theirs, victim = list(ids.items())[0][0], list(ids.items())[1][1]
+        raw.sql.execute("UPDATE cold_memories SET speaker = ? WHERE id = ?", (theirs, victim))
+    with Memory.open("sam", home=tmp_path / "t", cloud_url=url, cloud_token=token) as tampered:
+        report = tampered.restore(passphrase=PASS, full=True)
+        assert any(victim in line for line in report.rejected)
+        assert tampered.store.get_fact(victim) is None and tampered.store.count_facts() == 2
