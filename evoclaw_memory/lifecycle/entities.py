@@ -146,9 +146,11 @@ class EntityGraph:
         if row is None or not validate.valid(validate.entity_name, name):
             return
         name = validate.entity_name(name)
-        # A reinforced older fact keeps the speaker it has (who said it first).
-        self.store.conn.execute("UPDATE facts SET speaker = ? WHERE rowid = ? AND speaker IS NULL",
-                                (name, row[0]))
+        # A reinforced older fact keeps the speaker it has (who said it first); one that had
+        # none is queued so the cloud learns it (a new fact is queued already: no-op there).
+        if self.store.conn.execute("UPDATE facts SET speaker = ? WHERE rowid = ? AND speaker IS NULL",
+                                   (name, row[0])).rowcount:
+            self.store.enqueue_fact(fact.id, self.clock())
         keeper = self.entity_keeper
         keeper.link_fact(keeper.ensure(name, "people", self.clock()), row[0], "speaker", fact.created_at)
 

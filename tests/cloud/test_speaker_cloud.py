@@ -128,3 +128,20 @@ def test_an_encrypted_agent_keeps_the_speaker_sealed_and_restores_it(make_sqld, 
         report = tampered.restore(passphrase=PASS, full=True)
         assert any(victim in line for line in report.rejected)
         assert tampered.store.get_fact(victim) is None and tampered.store.count_facts() == 2
+
+
+def test_a_fact_reinforced_by_a_conversation_gains_its_speaker_in_the_cloud(fresh_db, tmp_path):
+    url, token = fresh_db
+    remote = SqlRemote(HranaClient(url, token, timeout=5, retries=0), label=url)
+    try:
+        with Memory.open("sam", home=tmp_path / "a") as a:
+            old = a.remember(HERS)                         # stored before, by nobody in particular
+            a.sync(remote=remote)
+            a.end_conversation(CONVERSATION[:1], remote=remote, sync=True)
+            assert a.store.get_fact(old.id).speaker == "Caroline"
+        assert remote.sql.execute("SELECT speaker FROM cold_memories WHERE id = ?", (old.id,)).rows == [("Caroline",)]
+        with Memory.open("sam", home=tmp_path / "r") as restored:
+            restored.restore(remote=remote)
+            assert spoken(restored, "Caroline") == {HERS}
+    finally:
+        remote.close()
