@@ -19,7 +19,7 @@ from typing import Optional
 import msgspec
 
 from evoclaw_memory.distill.signals import find_people
-from evoclaw_memory.store.entities import norm
+from evoclaw_memory.store.entities import OWNER, norm
 
 _CJK = "\u4e00-\u9fff"
 _CAP = r"[A-Z][a-z]+(?:['’-][A-Za-z]?[a-z]+)*"
@@ -59,7 +59,7 @@ December Today Tomorrow Yesterday Tonight Last Next Mr Mrs Ms Dr Lol Haha Omg Bt
 _CJK_RUN_RE = re.compile(rf"[{_CJK}]+")
 
 _RANK = {"mention": 0, "subject": 1, "speaker": 2}
-OWNER = "owner"     # the entity the owner's relations point to ("my wife Sarah")
+__all__ = ["OWNER", "Mention", "extract"]     # OWNER lives in store.entities (the table's vocabulary)
 
 
 class Mention(msgspec.Struct):

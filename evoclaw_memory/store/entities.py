@@ -14,6 +14,7 @@ from evoclaw_memory.store.local import LocalStore
 _CHUNK = 500
 _RANK = {"mention": 0, "subject": 1, "speaker": 2}     # a fact's strongest tie to an entity
 KV_CURSOR = "entities.linked_rowid"     # facts up to this rowid are linked
+OWNER = "owner"     # the entity the owner's relations point to ("my wife Sarah")
 
 
 _WORD_RE = re.compile(r"[A-Za-z0-9]+(?:['’-][A-Za-z0-9]+)*")
