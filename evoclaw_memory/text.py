@@ -21,9 +21,22 @@ except ImportError:     # pragma: no cover - a Python built without it
 # CJK ideographs, kana, hangul, fullwidth forms: scripts written without spaces.
 _CJK = (r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
         r"\uff66-\uff9f")
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_WORD = re.compile(rf"[^\W_]+|[{_CJK}]+", re.UNICODE)
 _SPACES = re.compile(r"\s+")
+
+
+class _ScriptPatterns:
+    """The two patterns over the CJK ranges, compiled on first use (~2 ms, which every CLI
+    process paid at import): only a text that is not plain ASCII needs them."""
+
+    def __init__(self) -> None:
+        self.cjk_run = re.compile(f"[{_CJK}]+")
+        self.word = re.compile(rf"[^\W_]+|[{_CJK}]+", re.UNICODE)
+
+
+@functools.cache
+def _scripts() -> _ScriptPatterns:
+    return _ScriptPatterns()
+
 
 # Words too common to say anything about relevance (English; CJK bigrams need none).
 STOPWORDS = frozenset("""
@@ -41,7 +54,9 @@ tell remind know remember recall what's whats please again also get got
 
 def is_cjk(token: str) -> bool:
     """True when the token is written in a script without spaces."""
-    return bool(_CJK_RUN.fullmatch(token))
+    if token.isascii():
+        return False            # no CJK character is ASCII; skips compiling the pattern
+    return bool(_scripts().cjk_run.fullmatch(token))
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -122,7 +137,7 @@ def _tokens(text: str) -> tuple[str, ...]:
         return tuple(map(_ascii_word_token, words))
     out: list[str] = []
     word_tokens = _word_tokens
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text).lower()):
+    for word in _scripts().word.findall(unicodedata.normalize("NFKC", text).lower()):
         out.extend(word_tokens(word))
     return tuple(out)
 
@@ -139,10 +154,11 @@ def _word_tokens(word: str) -> tuple[str, ...]:
         return tuple(cjk_bigrams(word))
     out = []
     # A word glued to CJK characters (e.g. "用vim写") splits at the script boundary.
-    for part in _CJK_RUN.split(word):
+    cjk_run = _scripts().cjk_run
+    for part in cjk_run.split(word):
         if part:
             out.append(stem(part))
-    for run in _CJK_RUN.findall(word):
+    for run in cjk_run.findall(word):
         out.extend(cjk_bigrams(run))
     return tuple(out)
 

@@ -44,7 +44,18 @@ _ENTITY_RE = re.compile(
     r"(?<![A-Za-z0-9])(?:(?!(?:OK|TODO|FYI|BTW|AM|PM|ASAP)(?![A-Za-z0-9]))[A-Z]{2,}[A-Za-z0-9]*"
     r"|[A-Za-z]+\d[A-Za-z0-9]*|[a-z]+[A-Z][A-Za-z]*|[A-Z][a-z]+[A-Z][A-Za-z]*)"
 )
-_CJK_CHAR_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+@functools.cache
+def _cjk_char_re() -> re.Pattern[str]:
+    """One Chinese character (compiled on first use: a CJK class costs ~1 ms)."""
+    return re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _has_cjk(text: str) -> bool:
+    return not text.isascii() and _cjk_char_re().search(text) is not None
+
+
 _DIGIT_RE = re.compile(r"\d")
 # Starts with a digit (no look-behind, no IGNORECASE) so the engine jumps between digits.
 _NUMERIC_DATE_RE = re.compile(
@@ -160,7 +171,7 @@ def analyse(text: str, spans: list[tuple[int, int]] | None = None, names_only: b
         for sentence in sentences:
             _first_word(text, sentence)
         _scan_names(text, sentence_at_offset(sentences))
-        if _CJK_CHAR_RE.search(text):
+        if _has_cjk(text):
             _scan_chinese_names(text, sentence_at_offset(sentences))
         return Analysis(sentences, [])
     if not sentences:
@@ -171,7 +182,7 @@ def analyse(text: str, spans: list[tuple[int, int]] | None = None, names_only: b
     lowered = text.lower().replace("’", "'")
     if len(lowered) != len(text):
         lowered = "".join(ch.lower() if len(ch.lower()) == 1 else ch for ch in text).replace("’", "'")
-    has_cjk = bool(_CJK_CHAR_RE.search(text))
+    has_cjk = _has_cjk(text)
     for sentence in sentences:
         _scan_sentence(text, lowered, sentence, has_cjk)
     _scan_keywords(lowered, sentence_at)
@@ -230,7 +241,7 @@ def _scan_sentence(text: str, lowered: str, sentence: Sentence, has_cjk: bool) -
         if _PHONE_RE.search(text, start, end):
             sentence.flags.add("contact")
     if has_cjk:
-        sentence.cjk_chars = len(_CJK_CHAR_RE.findall(text, start, end))
+        sentence.cjk_chars = len(_cjk_char_re().findall(text, start, end))
 
 
 def starts_word(text: str, offset: int) -> bool:

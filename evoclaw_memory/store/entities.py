@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Iterable, Iterator, Optional
@@ -18,7 +19,16 @@ OWNER = "owner"     # the entity the owner's relations point to ("my wife Sarah"
 
 
 _WORD_RE = re.compile(r"[A-Za-z0-9]+(?:['’-][A-Za-z0-9]+)*")
-_CJK_RUN_RE = re.compile("[\u4e00-\u9fff]+")
+
+
+@functools.cache
+def _cjk_run_re() -> re.Pattern[str]:
+    return re.compile("[\u4e00-\u9fff]+")
+
+
+def _cjk_runs(text: str) -> list[str]:
+    """The Chinese runs of `text`; the pattern (~0.5 ms to compile) only for non-ASCII text."""
+    return [] if text.isascii() else _cjk_run_re().findall(text)
 
 
 def norm(name: str) -> str:
@@ -46,7 +56,7 @@ def _keys(text: str, limit: int) -> Iterator[str]:
                 if count > limit:
                     return
                 yield " ".join(words[i:i + n])
-    for run in _CJK_RUN_RE.findall(text):
+    for run in _cjk_runs(text):
         for i in range(len(run)):
             for n in (2, 3, 4):
                 if i + n <= len(run):
