@@ -235,7 +235,8 @@ _RELATIONS = ("wife husband partner girlfriend boyfriend fiance fiancee son daug
 
 class _AliasPatterns:
     """The alias regexes, compiled on first use: compiling them costs ~10 ms, which every
-    CLI process paid at import although only writes and alias-bearing texts need them."""
+    CLI process paid at import although only writes and alias-bearing texts need them (and
+    only the `hint`, compiled alone, is needed to tell that a text has none)."""
 
     def __init__(self) -> None:
         self.paren = re.compile(rf"\b({_NAME})\s*[(（]\s*({_NAME}|[{_CJK}]{{2,6}})\s*[)）]")
@@ -247,8 +248,6 @@ class _AliasPatterns:
         self.relation = re.compile(rf"(?:\b(?:[Mm]y|[Oo]ur|{_NAME}'s)\s+|(?:^|(?<=[.;!?]\s)))"
                                    rf"((?i:{'|'.join(_RELATIONS)}))"
                                    rf"(?:,\s*|\s+(?:is\s+|called\s+|named\s+)?)({_NAME})\b")
-        self.hint = re.compile(r"[(（]|called|goes by|known as|nicknamed|aka|a\.k\.a|"
-                               rf"\b(?:{'|'.join(_RELATIONS)})\b", re.IGNORECASE)
 
 
 @functools.cache
@@ -256,14 +255,21 @@ def _alias_patterns() -> _AliasPatterns:
     return _AliasPatterns()
 
 
+@functools.cache
+def _alias_hint() -> re.Pattern[str]:
+    """What every alias pattern needs somewhere in the text (a cheap first test)."""
+    return re.compile(r"[(（]|called|goes by|known as|nicknamed|aka|a\.k\.a|"
+                      rf"\b(?:{'|'.join(_RELATIONS)})\b", re.IGNORECASE)
+
+
 MAX_ALIASES_PER_TEXT = 8
 
 
 def alias_pairs(text: str) -> list[tuple[str, str]]:
     """(name, alias) pairs a text states, as search-token strings ("chen li", "lily")."""
-    pat = _alias_patterns()
-    if not pat.hint.search(text):
+    if not _alias_hint().search(text):
         return []                         # the common case: no pattern can match
+    pat = _alias_patterns()
     out: dict[tuple[str, str], None] = {}
     found = pat.paren.findall(text) + pat.relation.findall(text)
     for m in pat.known_as.finditer(text):
