@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+# `json` is imported in the functions that use it: a CLI run of store/retrieve/context/hot
+# starts without it (start-up time, one process per agent turn).
 import functools
-import json
 import re
 from typing import Iterable, Iterator, Optional
 
@@ -88,6 +89,7 @@ class EntityKeeper:
                attributes: Optional[dict[str, str]] = None) -> int:
         """The entity called `name`, created if new; a manual call sets its kind and merges
         attributes; a rule's guess of the kind only fills in "other"."""
+        import json
         found = self.find(name)
         if found is None:
             cur = self.conn.execute(
@@ -205,6 +207,7 @@ class EntityKeeper:
         return [r[0] for r in rows]
 
     def get(self, entity_id: int, fact_limit: Optional[int] = 200) -> Entity:
+        import json
         name, kind, attributes, mentions, first, last = self.conn.execute(
             "SELECT name, kind, attributes, mentions, first_mentioned, last_mentioned FROM "
             "entities WHERE id = ?", (entity_id,)).fetchone()

@@ -9,7 +9,8 @@ session others see) gets a rendering without any private item, told how many it 
 
 from __future__ import annotations
 
-import copy
+# `copy` is imported in the functions that use it: a CLI run of store/retrieve/context/hot
+# starts without it (start-up time, one process per agent turn).
 import functools
 import re
 from typing import Optional
@@ -64,6 +65,7 @@ def default_private(category: str, text: str, given: Optional[bool] = None) -> b
 def shared_hot(state: HotState) -> tuple[HotState, int]:
     """The hot state a shared session may see, and how many items were left out: no owner
     profile, no private lesson, event, task or project."""
+    import copy
     shared = copy.deepcopy(state)
     omitted = len(shared.owner_profile)
     shared.owner_profile = {}
