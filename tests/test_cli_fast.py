@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -151,7 +152,13 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-def _run(code: str, argv: list[str], stdin, seeded: Path, where: Path):
+def _script() -> str:
+    """The installed console script (its process ends without the interpreter's teardown)."""
+    found = Path(sys.executable).parent / "evoclaw-memory"
+    return str(found) if found.exists() else (shutil.which("evoclaw-memory") or "evoclaw-memory")
+
+
+def _run(code: Optional[str], argv: list[str], stdin, seeded: Path, where: Path):
     home = where / "home"
     shutil.copytree(seeded, home)
     plain_file = where / "a-file"
@@ -166,8 +173,9 @@ def _run(code: str, argv: list[str], stdin, seeded: Path, where: Path):
             arg = arg.replace(place, str(value))
         args.append(arg)
     note = where / "path-taken"
-    proc = subprocess.run([sys.executable, "-c", code, str(note), *args], input=stdin,
-                          capture_output=True, text=True, env=_env(home), timeout=60)
+    command = [_script(), *args] if code is None else [sys.executable, "-c", code, str(note), *args]
+    proc = subprocess.run(command, input=stdin, capture_output=True, text=True, env=_env(home),
+                          timeout=60)
     taken = note.read_text() if note.exists() else None
     return (_normal(proc.stdout, where), _normal(proc.stderr, where), proc.returncode), taken
 
@@ -181,6 +189,23 @@ def test_the_fast_path_and_click_print_the_same(argv, stdin, path, seeded, tmp_p
     assert taken == path
     assert via_main == via_click
     assert "Traceback" not in via_main[1]
+
+
+# The console script ends its process at once after a fast run (cli.fast._end): its output
+# must still arrive whole, through pipes, on both streams, with the same exit status.
+SCRIPT_CASES = [c for c in CASES if c[2] == FAST][::3] + [
+    (["--json", "store", "--text", "x", "--importance", "nan"], None, FAST),
+    (["store", "--text", "-"], "from a pipe " * 5000, FAST)]
+
+
+@pytest.mark.parametrize("argv,stdin,path", SCRIPT_CASES,
+                         ids=[" ".join(c[0])[:60] for c in SCRIPT_CASES])
+def test_the_console_script_prints_what_click_prints(argv, stdin, path, seeded, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    via_script, _ = _run(None, argv, stdin, seeded, tmp_path / "a")
+    via_click, _ = _run(_VIA_CLICK, argv, stdin, seeded, tmp_path / "b")
+    assert via_script == via_click
 
 
 def test_a_fast_run_stores_what_a_click_run_stores(seeded, tmp_path):

@@ -38,9 +38,10 @@ def __getattr__(name: str) -> Any:
 def main(argv: Optional[list[str]] = None) -> None:
     """Console-script entry point."""
     try:
-        # The common forms of store/retrieve/context/hot run here without click (and exit);
-        # everything else returns untouched to click.
-        fast.run(list(sys.argv[1:] if argv is None else argv))
+        # The common forms of store/retrieve/context/hot run here without click (and exit:
+        # at once when this is the console script's own process); everything else returns
+        # untouched to click.
+        fast.run(list(sys.argv[1:] if argv is None else argv), hard_exit=argv is None)
         from evoclaw_memory.cli.root import cli
         cli.main(args=argv, prog_name="evoclaw-memory")
     except KeyboardInterrupt:
