@@ -97,8 +97,8 @@ PER_TURN_TARGET = 0.035
 def _link_all(home: Path) -> None:
     """Link every fact of the bulk-built store to its entities, as remember() does as it
     goes: the per-turn `store` row measures the steady state. (Unlinked facts - this store,
-    or one just restored or imported - are linked 500 per remember() until caught up,
-    ~0.3 ms each; that catch-up is not a per-turn cost, and no agent pays it for long.)"""
+    or one just restored or imported - are linked 100 per remember() until caught up,
+    and consolidation links the rest: a catch-up, not a per-turn cost.)"""
     from evoclaw_memory.memory import Memory
     log("footprint: linking the store's facts to entities (steady state for `store`)")
     with Memory.open(agent_id=AGENT, home=home) as mem:

@@ -22,7 +22,7 @@ from evoclaw_memory.lifecycle import cloud_side, distillation
 from evoclaw_memory.lifecycle.audience import AudienceControl
 from evoclaw_memory.lifecycle.control import OwnerControl
 from evoclaw_memory.lifecycle.control import actor as check_actor
-from evoclaw_memory.lifecycle.entities import EntityGraph
+from evoclaw_memory.lifecycle.entities import STORE_CALL_BATCH, EntityGraph
 from evoclaw_memory.lifecycle.gate import GateControl
 from evoclaw_memory.lifecycle.vault import VaultControl
 from evoclaw_memory.limits import FACT_MAX_TEXT, INPUT_MAX_BYTES, TIER_HOT
@@ -156,9 +156,13 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         meta = self._metadata(text, metadata)
         pin, mark, who = validate.flag("pinned", pinned), validate.optional_flag("private", private), \
             check_actor(by or self.actor)
-        fact = self.warm.add(text, category, importance, created, meta, source, now, pinned=pin,
-                             private=privacy.default_private(category, text, mark), actor=who)
-        return self._settle_remembered(self.linked(fact), pin, mark, who)
+        # The fact and its entity links in ONE transaction: one commit (one fsync) per call.
+        with self.store.transaction():
+            fact = self.warm.add(text, category, importance, created, meta, source, now,
+                                 pinned=pin, private=privacy.default_private(category, text, mark),
+                                 actor=who)
+            self.link_new_facts(STORE_CALL_BATCH)
+        return self._settle_remembered(fact, pin, mark, who)
 
     def _check_text(self, text: str) -> str:
         validate.text("fact text", text)
@@ -475,6 +479,10 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
     def insert_pulled(self, facts: list[Fact]) -> int:
         """Store facts another device pushed (not queued back to the cloud)."""
         return self.linked(intake.insert_pulled(self.warm, facts, self.clock()), batch=None)
+
+    def apply_changes(self, facts: list[Fact]) -> int:
+        """Take other devices' newer versions of facts held here (pulled; not queued back)."""
+        return self.linked(intake.apply_changed(self.warm, facts, self.clock()), batch=None)
 
     def install_state(self, state, keep_counts: bool) -> None:
         """Replace hot memory and the tree with a restored critical state."""

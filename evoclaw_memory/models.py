@@ -48,6 +48,7 @@ class Fact(msgspec.Struct, omit_defaults=True):
     superseded_by: Optional[str] = None
     pinned: bool = False        # in the vault: never decays, never leaves the device
     private: bool = False       # the owner's only: never in a shared session's context
+    changed_at: float = 0.0     # last change of content or flags (0: never); the sync's LWW clock
 
 
 class Identity(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):

@@ -150,3 +150,64 @@ def test_forgetting_the_only_fact_naming_an_entity_removes_it(mem):
         mem.entity("Zebedee Quill")
     assert "Zebedee" not in "\n".join(mem.store.conn.iterdump())
     assert mem.entity("Evoclaw").kind == "projects"
+
+
+def test_remember_links_in_its_own_transaction_and_counts_mentions_exactly(mem):
+    """One commit per remember (the fact and its links together), and `mentions` kept by +1
+    per new link equals the number of linked facts, also after a forget."""
+    commits = []
+    mem.store.conn.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    first = mem.remember("Priya fixed the boiler", category="home")
+    mem.store.conn.set_trace_callback(None)
+    assert len(commits) == 1
+    second = mem.remember("Priya's bike needs a new chain", category="home")
+    mem.remember("Lunch with Priya on Friday", category="social")
+    priya = mem.entity("Priya")
+    assert priya.mentions == 3 == len(priya.facts)
+    mem.remember("Priya fixed the boiler", category="home")      # a duplicate: no new link
+    assert mem.entity("Priya").mentions == 3
+    mem.forget(second.id)
+    priya = mem.entity("Priya")
+    assert priya.mentions == 2 and set(priya.facts) >= {first.id} and second.id not in priya.facts
+
+
+def test_a_linking_backlog_is_bounded_per_call_and_consolidation_finishes_it(mem):
+    """Facts written in bulk (as a release before the entity graph left them) are linked a
+    bounded slice per store call, and consolidation links what is left, in one pass."""
+    import time as _time
+
+    from evoclaw_memory.lifecycle.entities import STORE_CALL_BATCH
+    from evoclaw_memory.models import Fact
+    now = _time.time()
+    backlog = [Fact(id=f"f{i:04d}", text=f"Walked the dog with Marguerite, day {i}",
+                    category="family", importance=0.5, created_at=now - i, last_access=now - i)
+               for i in range(STORE_CALL_BATCH * 3)]
+    mem.bulk_insert(backlog, tier_by_score=True)
+    mem.remember("Bought a kite for the beach", category="hobbies")
+    linked = len(mem.entity("Marguerite").facts)
+    assert 0 < linked <= STORE_CALL_BATCH
+    report = mem.consolidate("quick")
+    assert report["entities_linked"] == len(backlog) + 1 - linked
+    assert mem.entity("Marguerite").mentions == len(backlog)
+
+
+def test_a_full_restore_links_the_warm_set_now_and_the_archive_later(tmp_path):
+    """A new device restored with full=True is usable at once: its warm facts are linked;
+    the archive is left to store calls and consolidation (linking 100k facts takes ~20 s)."""
+    from evoclaw_memory import Memory
+    from evoclaw_memory.lifecycle.entities import CATCH_UP_BATCH
+    with Memory.open("sam", home=tmp_path) as mem:             # the embedded cloud.db
+        for i in range(CATCH_UP_BATCH + 150):
+            mem.remember(f"Tea with Marguerite, visit {i}", category="social", importance=0.2,
+                         created_at=1_600_000_000 + i)         # old: archive, not warm
+        mem.remember("Marguerite moved to Lyon", category="family", importance=0.9)
+        mem.sync()
+    cloud = tmp_path / "cloud.db"
+    with Memory.open("sam", home=tmp_path / "new-device", cloud_url=str(cloud)) as fresh:
+        report = fresh.restore(full=True)
+        assert report.mirrored_facts >= CATCH_UP_BATCH + 150
+        marguerite = fresh.entity("Marguerite")
+        assert 0 < marguerite.mentions < CATCH_UP_BATCH + 151     # the archive waits
+        assert any("Lyon" in fresh.get(i).text for i in marguerite.facts)   # the warm fact
+        fresh.consolidate("quick")
+        assert fresh.entity("Marguerite").mentions == CATCH_UP_BATCH + 151

@@ -90,9 +90,62 @@ def test_mcp_server_of_a_subagent_only_proposes(home, clock, mem):
             await server.call_tool("propose_memory", {"text": "Sam's car is red",
                                                       "confidence": 0.8})
             await server.call_tool("update_hot", {"key": "task", "value": {"text": "Wash car"}})
-        anyio.run(call)
+            done = await server.call_tool("end_conversation",
+                                          {"text": "I'm allergic to peanuts, please remember."})
+            return done
+        done = anyio.run(call)
+        assert "proposals" in str(done) and "peanut" in str(done)
     assert mem.facts() == [] and mem.hot.active_context.tasks == []
     assert [(p.store, p.actor) for p in mem.proposals()] == [
         ("warm", "subagent:mcp-helper"), ("warm", "subagent:mcp-helper"),
-        ("hot", "subagent:mcp-helper")]
+        ("hot", "subagent:mcp-helper"), ("warm", "subagent:mcp-helper")]
+    assert "peanut" in mem.proposals()[3].content["text"]
     assert mem.proposals()[1].confidence == 0.8
+
+
+def test_subagent_end_conversation_proposes_each_fact_and_hot_update(home, clock, mem):
+    """A sub-agent's end_conversation distills as usual; every fact and hot update becomes a
+    proposal (store, content, confidence, who, when) and nothing else happens until the main
+    agent accepts: no fact, no outbox entry, no hot change, no MEMORY.md, no forget."""
+    keep = mem.remember("The greenhouse vent opens at 24 degrees", category="projects/garden")
+    mem.write_memory_md()
+    md_before = mem.config.memory_md_path.read_text()
+    before = _snapshot(mem)
+    said = clock() - 3600
+    conversation = [
+        {"role": "user", "content": "I'm allergic to peanuts, remember that forever."},
+        {"role": "user", "content": "My sister Emma lives in Leeds and works as a nurse."},
+        {"role": "user", "content": "Remind me to call the dentist tomorrow at 3pm."},
+        {"role": "user", "content": "Forget about the greenhouse vent."},
+    ]
+    with Memory.open("test-agent", home=home, clock=clock, actor="subagent:scribe") as sub:
+        report = sub.end_conversation(conversation, at=said)
+    assert _snapshot(mem) == before and mem.config.memory_md_path.read_text() == md_before
+    assert mem.get(keep.id)                                # the forget trigger did nothing
+    assert report["added"] == [] and report["forgotten"] == []
+    assert report["sync"]["status"] == "off" and report["outbox_depth"] == before[1]
+    proposals = report["proposals"]
+    assert proposals == mem.proposals()                    # all pending, in the main agent's list
+    facts = [p for p in proposals if p.store == "warm"]
+    hot = [p for p in proposals if p.store == "hot"]
+    assert report["counts"]["proposals"] == len(proposals) == len(facts) + len(hot)
+    assert any("peanut" in p.content["text"] for p in facts)
+    assert any("Emma" in p.content["text"] for p in facts)
+    assert hot, "the dated plan is a hot task/event proposal"
+    for p in proposals:
+        assert (p.actor, p.status, p.confidence) == ("subagent:scribe", "pending", 0.5)
+        assert p.created_at == clock()
+    peanut = next(p for p in facts if "peanut" in p.content["text"])
+    assert peanut.content["created_at"] == said            # when it was said, kept for accept
+    assert peanut.content["pinned"] and not any(             # "remember forever": that one only
+        p.content["pinned"] for p in facts if p is not peanut)
+
+    # The main agent accepts one fact and one hot update: exactly those land, as the sub-agent's.
+    mem.accept(peanut.id)
+    mem.accept(hot[0].id)
+    stored = [f for f in mem.facts() if "peanut" in f.text]
+    assert len(stored) == 1 and stored[0].created_at == said and stored[0].source == "subagent:scribe"
+    assert stored[0].pinned
+    assert mem.store.load_hot() != before[2]
+    assert len(mem.facts()) == 2
+    assert {p.id for p in mem.proposals()} == {p.id for p in proposals} - {peanut.id, hot[0].id}

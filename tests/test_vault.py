@@ -68,3 +68,21 @@ def test_never_forget_in_a_conversation_pins_and_does_not_forget(mem):
     assert ("pin", "bot:trigger-remember") in [(e.op, e.actor)
                                                for e in mem.history(fact.id).events]
     assert len(mem.facts()) == 2                        # "never forget" is not a forget
+
+
+def test_a_pinned_fact_a_year_old_ranks_as_if_fresh(mem, clock):
+    """Pinned facts never decay in search either: a year-old pinned fact ranks exactly with
+    the same fact stored today, and far above the same year-old fact unpinned."""
+    pinned = mem.remember("The gate code for the allotment is 1111", category="home",
+                          importance=0.6, pinned=True)
+    loose = mem.remember("The gate code for the allotment is 2222", category="home",
+                         importance=0.6)
+    clock.advance(365)
+    fresh = mem.remember("The gate code for the allotment is 3333", category="home",
+                         importance=0.6)
+    ranks = {r.fact.id: r.score for r in mem.retrieve("allotment gate code", limit=5)}
+    assert ranks[pinned.id] == pytest.approx(ranks[fresh.id])
+    assert ranks[loose.id] < 0.7 * ranks[pinned.id]
+    mem.unpin(pinned.id)                 # out of the vault, its year counts again
+    ranks = {r.fact.id: r.score for r in mem.retrieve("allotment gate code", limit=5)}
+    assert ranks[pinned.id] == pytest.approx(ranks[loose.id])

@@ -32,6 +32,7 @@ KV_LAST_PUSH = "sync.last_push"
 KV_DEVICE_ID = "device_id"
 KV_TOMBSTONE_CURSOR = "sync.tombstone_cursor"   # rowid of the last pulled cloud tombstone
 KV_DEVICE_NAME = "device_name"
+KV_CHANGE_CURSOR = "sync.change_cursor"   # seq of the last pulled cloud change (cold_changes)
 KV_STATE_NONCE = "sync.state_nonce"   # the push nonce of the cloud state at KV_REMOTE_VERSION
 VERIFY_BUCKET_SECONDS = 86_400   # one day of created_at: a few hundred counts for years of facts
 
@@ -63,6 +64,7 @@ class SyncReport(msgspec.Struct):
     seconds: float = 0.0
     rejected: int = 0            # entries the cloud refused for good, set aside this sync
     forgotten: int = 0           # local facts deleted because another device forgot them
+    changed: int = 0             # local facts updated to another device's newer version
 
 
 class VerifyReport(msgspec.Struct):
@@ -194,13 +196,15 @@ class SyncEngine:
             state = self.local.critical_state() if state_entry is not None or facts or forgets \
                 else None
             tomb_cursor = int(self.store.get_setting(KV_TOMBSTONE_CURSOR) or 0)
+            change_cursor = int(self.store.get_setting(KV_CHANGE_CURSOR) or 0)
             # Unavailable propagates: nothing was acknowledged, the outbox keeps the work.
             try:
                 result = self.remote.push(self.agent_id, self.device_id, self.device_name,
                                           facts, state, expected, cursor,
                                           forgotten=[ref for _, ref, _ in forgets],
                                           revived=[ref for _, ref, _ in revives],
-                                          tombstones_after=tomb_cursor)
+                                          tombstones_after=tomb_cursor,
+                                          changes_after=change_cursor)
             except (ValidationError, RemoteError) as exc:
                 report.requests += 1
                 if not facts or not refused_for_good(exc):
@@ -223,6 +227,16 @@ class SyncEngine:
             if newer_key:
                 cursor_after = max(cursor, min(newer_key) - 1)
                 pulled = [f for r, f in result.pulled if r <= cursor_after]
+            # Other devices' changes, by the same rule: stop before a row under a newer key.
+            changed = [f for _, f in result.changed]
+            change_after = max([change_cursor] + [q for q, _ in result.changed])
+            newer_changes = [q for q, why in result.unreadable_changes if "not in this keyring" in why]
+            if newer_changes:
+                change_after = max(change_cursor, min(newer_changes) - 1)
+                changed = [f for q, f in result.changed if q <= change_after]
+                newer_key = newer_key or newer_changes
+            elif result.unreadable_changes:
+                change_after = max([change_after] + [q for q, _ in result.unreadable_changes])
             with self.store.transaction():
                 self.store.ack_sent([(seq, ver) for seq, _, ver in fact_entries + forgets + revives])
                 if result.tombstones:
@@ -237,6 +251,8 @@ class SyncEngine:
                     # state we acknowledged from another one under the same version number.
                     self.store.set_setting(KV_STATE_NONCE, result.nonce or "")
                 self.store.set_setting(KV_PULL_CURSOR, str(cursor_after))
+                if change_after != change_cursor:
+                    self.store.set_setting(KV_CHANGE_CURSOR, str(change_after))
                 self.store.set_setting(KV_LAST_PUSH, repr(time.time()))
                 if resync is not None and resync_at is not None:
                     # The resync page moves on only now that the cloud has committed it.
@@ -249,6 +265,8 @@ class SyncEngine:
             report.remote_version = result.version
             if pulled:
                 report.pulled_facts += self.local.insert_pulled(pulled)
+            if changed and hasattr(self.local, "apply_changes"):
+                report.changed += self.local.apply_changes(changed)
             if result.tombstones and hasattr(self.local, "apply_tombstones"):
                 report.forgotten += self.local.apply_tombstones([i for _, i in result.tombstones])
             if result.remote is not None and result.remote.state is not None:
@@ -277,7 +295,8 @@ class SyncEngine:
                 self.local.refresh_keys(self.remote)
                 continue
             more_pull = (len(result.pulled) + len(result.unreadable) >= 200
-                         or len(result.tombstones) >= 200) and not newer_key
+                         or len(result.tombstones) >= 200
+                         or len(result.changed) + len(result.unreadable_changes) >= 200) and not newer_key
             if not self.store.outbox(limit=1) and not more_pull:
                 break
             if not (fact_entries or forgets or revives) and state_entry is None \

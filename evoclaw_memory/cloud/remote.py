@@ -9,7 +9,7 @@ critical state is a compare-and-set on its version, so a retry after an unknown 
 commit happened but the answer was lost) neither duplicates nor loses anything.
 
 The codecs (clear or sealed rows, the critical state) are in `codec`, the SQL that is more
-than a line in `statements`.
+than a line in `statements`, the interface and its result types in `protocol`.
 """
 
 from __future__ import annotations
@@ -18,16 +18,19 @@ import secrets
 import time
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Optional, Protocol, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import msgspec
 
 from evoclaw_memory.cloud.codec import CriticalState, PlainCodec
 from evoclaw_memory.cloud.sql import SqlExecutor, Stmt
-from evoclaw_memory.cloud.statements import (BUCKET, CLEAR_SUPERSEDED, DELETE_FORGOTTEN, FACT_COLS, PAGE_AS_JSON,
-                                             PAGE_AS_ROWS, PULL_TOMBSTONES, ROW, STATEMENT_SPLIT,
-                                             TOMBSTONE_IDS, UPSERT_FACTS, UPSERT_ROWS)
+from evoclaw_memory.cloud.statements import (BUCKET, CAS_STATE, CLEAR_SUPERSEDED, DELETE_FORGOTTEN, FACT_COLS,
+                                             LOG_CHANGES, MAX_CHANGE_SEQ, PAGE_AS_JSON, PAGE_AS_ROWS,
+                                             PULL_CHANGES, PULL_NEW, PULL_TOMBSTONES, READ_BACK_STATE, ROW,
+                                             STATEMENT_SPLIT, TOMBSTONE_IDS, UNLOG_FORGOTTEN, UPSERT_FACTS,
+                                             UPSERT_ROWS)
 from evoclaw_memory.errors import ConfigError, CryptoError, RemoteError, ValidationError
+from evoclaw_memory.cloud.protocol import ArchiveCounts, Device, PushResult, Remote, RemoteState
 from evoclaw_memory.models import Fact
 
 # CriticalState lives in codec; memory.py still imports it from here.
@@ -35,97 +38,6 @@ __all__ = [
     "ArchiveCounts", "CriticalState", "Device", "PushResult", "Remote", "RemoteState", "SqlRemote",
     "migrations_after", "open_remote", "split_statements",
 ]
-
-class RemoteState(msgspec.Struct):
-    """The cloud's critical state row: its version, who wrote it, and the state itself."""
-
-    version: int
-    device_id: Optional[str]
-    state: Optional[CriticalState]
-    updated_at: float = 0.0
-
-
-class PushResult(msgspec.Struct):
-    """What one push did."""
-
-    facts: int                               # fact rows upserted
-    state_pushed: bool                       # our critical state is now the cloud's
-    remote: Optional[RemoteState]            # the cloud's state when ours lost the CAS
-    version: int                             # the cloud's critical-state version afterwards
-    revoked: bool                            # this device has been revoked
-    pulled: list[tuple[int, Fact]] = []      # other devices' facts after the cursor
-    unreadable: list[tuple[int, str]] = []   # (rowid, why) of pulled rows that did not open
-    needs_keys: bool = False                 # the cloud's state is sealed under a newer key
-    nonce: Optional[str] = None              # the cloud's state row's push nonce afterwards
-    tombstones: list[tuple[int, str]] = []   # (rowid, id) of facts other devices forgot
-
-
-class ArchiveCounts(msgspec.Struct):
-    """What the cloud holds of one agent, cheaply: facts per created_at bucket, the critical
-    state's version (None: no row) and push nonce, and the newest rowid."""
-
-    buckets: dict[int, int] = {}
-    state_version: Optional[int] = None
-    state_nonce: Optional[str] = None
-    max_rowid: int = 0
-
-
-class Device(msgspec.Struct):
-    device_id: str
-    name: str
-    registered_at: int
-    last_seen: int
-    revoked_at: Optional[int]
-
-
-class Remote(Protocol):
-    """What the sync engine and restore need from a cloud."""
-
-    def ensure_schema(self) -> int: ...
-
-    def push(self, agent_id: str, device_id: str, device_name: str, facts: list[Fact],
-             state: Optional[CriticalState], expected_version: int, pull_after: int,
-             pull_limit: int = 200, forgotten: Sequence[str] = (),
-             revived: Sequence[str] = (), tombstones_after: Optional[int] = None
-             ) -> PushResult: ...
-
-    def pull_state(self, agent_id: str) -> Optional[RemoteState]: ...
-
-    def fetch_facts(self, agent_id: str, after_rowid: int, limit: int) -> list[tuple[int, Fact]]: ...
-
-    def download_page(self, agent_id: str, after_rowid: int, limit: int) -> Union[str, list]: ...
-
-    def open_page(self, page: Union[str, list]) -> list[tuple[int, Fact]]: ...
-
-    def recent_candidates(self, agent_id: str, since: float, limit: int) -> list[tuple]: ...
-
-    def facts_by_ids(self, agent_id: str, ids: list[str]) -> list[Fact]: ...
-
-    def count_facts(self, agent_id: str) -> int: ...
-
-    def archive_buckets(self, agent_id: str, width: int) -> ArchiveCounts: ...
-
-    def ids_in_buckets(self, agent_id: str, buckets: list[int], width: int) -> set[str]: ...
-
-    def max_rowid(self, agent_id: str) -> int: ...
-
-    def query_cold(self, agent_id: str, text: Optional[str], categories: Optional[list[str]],
-                   limit: int) -> list[Fact]: ...
-
-    def get_keyring(self, agent_id: str) -> Optional[str]: ...
-
-    def put_keyring(self, agent_id: str, data: str, expected: Optional[str]) -> bool: ...
-
-    def devices(self, agent_id: str) -> list[Device]: ...
-
-    def revoke(self, agent_id: str, device_id: str) -> bool: ...
-
-    def rename(self, agent_id: str, device_id: str, name: str) -> bool: ...
-
-    def ping(self) -> float: ...
-
-    def close(self) -> None: ...
-
 
 _page_decoder = msgspec.json.Decoder(list[list])
 _first = itemgetter(0)
@@ -264,12 +176,13 @@ class SqlRemote:
     def push(self, agent_id: str, device_id: str, device_name: str, facts: list[Fact],
              state: Optional[CriticalState], expected_version: int, pull_after: int,
              pull_limit: int = 200, forgotten: Sequence[str] = (), revived: Sequence[str] = (),
-             tombstones_after: Optional[int] = None) -> PushResult:
+             tombstones_after: Optional[int] = None, changes_after: Optional[int] = None) -> PushResult:
         """Facts + critical state (CAS on version) + device heartbeat + pull, one transaction.
 
         `forgotten` ids are deleted with a tombstone each, `revived` ids lose their
         supersession, and with `tombstones_after` other devices' tombstones after that
-        cursor come back (PushResult.tombstones) — all in the same request."""
+        cursor come back (PushResult.tombstones), and with `changes_after` the facts other
+        devices changed after that change cursor (PushResult.changed) — all in one request."""
         self._ready()
         now = int(time.time())
         stmts = [Stmt(
@@ -287,10 +200,16 @@ class SqlRemote:
             stmts.append(Stmt(TOMBSTONE_IDS.format(guard=revoked),
                               (agent_id, now, device_id, ids, *guard_args)))
             stmts.append(Stmt(DELETE_FORGOTTEN.format(guard=revoked), (agent_id, ids, *guard_args)))
+            stmts.append(Stmt(UNLOG_FORGOTTEN.format(guard=revoked), (agent_id, ids, *guard_args)))
         if revived:
             stmts.append(Stmt(CLEAR_SUPERSEDED.format(guard=revoked),
                               (agent_id, msgspec.json.encode(list(revived)).decode(),
                                *guard_args)))
+        if facts:
+            # Which pushed facts change a row another device may hold: before the upserts.
+            versions = msgspec.json.encode([[f.id, f.changed_at, f.superseded_by] for f in facts]).decode()
+            stmts.append(Stmt(LOG_CHANGES.format(guard=revoked),
+                              (agent_id, device_id, versions, agent_id, *guard_args)))
         for start in range(0, len(facts), UPSERT_ROWS):
             # Many rows per statement keeps the request small (the SQL is sent once per chunk).
             # A revoked device writes nothing: the guard is inside the statement itself.
@@ -306,12 +225,7 @@ class SqlRemote:
         nonce = secrets.token_hex(8) if state is not None else None
         if state is not None:
             stmts.append(Stmt(
-                "INSERT INTO critical_state (agent_id, data, updated_at, version, device_id, "
-                f"push_nonce) SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS ({revoked}) "
-                "ON CONFLICT(agent_id) DO UPDATE SET data = excluded.data, "
-                "updated_at = excluded.updated_at, version = excluded.version, "
-                "device_id = excluded.device_id, push_nonce = excluded.push_nonce "
-                "WHERE critical_state.version = ?",
+                CAS_STATE.format(guard=revoked),
                 (agent_id, self.codec.state_data(state), now, new_version, device_id, nonce,
                  *guard_args, expected_version)))
         # Other devices' forgets after our cursor (read before the last three, which are
@@ -319,26 +233,25 @@ class SqlRemote:
         tomb_at = len(stmts)
         if tombstones_after is not None:
             stmts.append(Stmt(PULL_TOMBSTONES, (agent_id, tombstones_after, device_id, pull_limit)))
+        changes_at = len(stmts)
+        if changes_after is not None:
+            stmts.append(Stmt(PULL_CHANGES, (agent_id, changes_after, device_id, pull_limit)))
         # Read back: did THIS compare-and-set apply (our version and nonce), or what is the
         # cloud's state? Version and device alone would also match another sync of this
         # device, or an earlier push whose answer was lost: its state, not this one.
         # The data comes back only when it is news: a write other than ours, or a version
         # other than the one we just wrote (pushing) or already have (not pushing).
         stmts.append(Stmt(
-            "SELECT version, device_id, CASE WHEN version = ? AND (? IS NULL OR push_nonce = ?) "
-            "THEN NULL ELSE data END, updated_at, push_nonce FROM critical_state "
-            "WHERE agent_id = ?",
+            READ_BACK_STATE,
             (new_version if state is not None else expected_version, nonce, nonce, agent_id)))
         stmts.append(Stmt("SELECT (SELECT revoked_at FROM devices WHERE agent_id = ? AND "
                           "device_id = ?), EXISTS (SELECT 1 FROM evoclaw_keys WHERE agent_id = ?)",
                           (agent_id, device_id, agent_id)))
-        stmts.append(Stmt(
-            f"SELECT rowid, {FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND rowid > ? "
-            "AND (device_id IS NULL OR device_id != ?) ORDER BY rowid LIMIT ?",
-            (agent_id, pull_after, device_id, pull_limit)))
+        stmts.append(Stmt(PULL_NEW, (agent_id, pull_after, device_id, pull_limit)))
         results = self.sql.transaction(stmts)
         state_rows, device_rows, pulled_rows = results[-3].rows, results[-2].rows, results[-1].rows
         unreadable: list[tuple[int, str]] = []
+        unreadable_changes: list[tuple[int, str]] = []
         needs_keys = False
         is_revoked = device_rows[0][0] is not None
         if device_rows[0][1] and not self.codec.encrypted:
@@ -367,7 +280,10 @@ class SqlRemote:
                           pulled=self._paged(pulled_rows, unreadable),
                           unreadable=unreadable, needs_keys=needs_keys, nonce=row_nonce,
                           tombstones=[] if tombstones_after is None else
-                          [(int(r[0]), str(r[1])) for r in results[tomb_at].rows])
+                          [(int(r[0]), str(r[1])) for r in results[tomb_at].rows],
+                          changed=[] if changes_after is None else
+                          self._paged(results[changes_at].rows, unreadable_changes),
+                          unreadable_changes=unreadable_changes)
 
     def pull_state(self, agent_id: str) -> Optional[RemoteState]:
         self._ready()
@@ -434,6 +350,12 @@ class SqlRemote:
         rows = self.sql.execute("SELECT rowid FROM cold_memories WHERE +agent_id = ? "
                                 "ORDER BY rowid DESC LIMIT 1", (agent_id,)).rows
         return int(rows[0][0]) if rows else 0
+
+    def max_change_seq(self, agent_id: str) -> int:
+        """The change feed's newest seq for this agent (a restored device starts there: the
+        rows it restores already hold every change up to it)."""
+        self._ready()
+        return int(self.sql.execute(MAX_CHANGE_SEQ, (agent_id,)).rows[0][0])
 
     def archive_buckets(self, agent_id: str, width: int) -> ArchiveCounts:
         """The agent's facts per created_at bucket of `width` seconds, the critical state's

@@ -25,7 +25,7 @@ from evoclaw_memory.errors import NotFoundError, ValidationError
 from evoclaw_memory.models import Fact, HotState
 from evoclaw_memory.tiers.scoring import score
 from evoclaw_memory.store.local import LocalStore
-from evoclaw_memory.cloud.engine import KV_PULL_CURSOR, KV_REMOTE_VERSION
+from evoclaw_memory.cloud.engine import KV_CHANGE_CURSOR, KV_PULL_CURSOR, KV_REMOTE_VERSION
 from evoclaw_memory.cloud.keys import KV_RECORD, KV_RING
 from evoclaw_memory.cloud.codec import CriticalState, cloud_seconds
 from evoclaw_memory.cloud.remote import Remote
@@ -133,6 +133,8 @@ def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool 
         raise NotFoundError(f"the cloud has no memory for agent {agent_id!r}")
     progress("state", 1, 3)
     if not was_resuming:
+        # Read before the facts: every change up to it is in the rows restored below.
+        change_cursor = remote.max_change_seq(agent_id)
         chosen = _warm_facts(remote, agent_id, warm_max_bytes, decay_days, access_boost)
         pull_cursor = remote.max_rowid(agent_id)
         with store.transaction():       # the old memory goes only as the restored one lands
@@ -142,6 +144,7 @@ def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool 
             warm = target.bulk_insert(chosen, tier_by_score=True)
             store.set_setting(KV_REMOTE_VERSION, str(state.version if state else 0))
             store.set_setting(KV_PULL_CURSOR, str(pull_cursor))
+            store.set_setting(KV_CHANGE_CURSOR, str(change_cursor))
             if full:                    # from here on a rerun resumes the mirror
                 store.set_setting(KV_MIRROR_CURSOR, "0")
         progress("warm", 2, 3)

@@ -10,7 +10,7 @@ import re
 STATEMENT_SPLIT = re.compile(r";\s*(?:--[^\n]*)?\n")
 
 FACT_COLS = ("id, text, category, importance, created_at, access_count, metadata, source, "
-              "last_access, superseded_by, flags")
+              "last_access, superseded_by, flags, changed_at")
 # "+agent_id" keeps SQLite off the (agent_id, ...) indexes where a rowid range or an id is
 # the selective part: without statistics the planner takes agent_id = ? for ~10 rows, then
 # reads (and sorts) every fact of the agent for each page, each push and each id lookup.
@@ -22,37 +22,81 @@ PAGE_AS_JSON = f"SELECT json_group_array(json_array(rowid, {FACT_COLS})) FROM ({
 # bucket width, both in SQLite's integer division. One "?" for the width.
 BUCKET = ("CAST(CASE WHEN created_at > 1000000000000 THEN created_at / 1000 ELSE created_at "
            "END AS INTEGER) / ?")
-# Upsert by id. A fact's text never changes, but its sealed form does after a key rotation, and
-# its category after a tree merge; counters and supersession only move forwards.
-UPSERT_ROWS = 50           # facts per INSERT statement (13 values each, well under SQLite's cap)
-ROW = "(" + ", ".join("?" * 13) + ")"
+# Upsert by id. Counters only move forwards. Content and flags follow the rule of issue 18
+# (README "Changes on several devices"): a row is replaced only by a version at least as new
+# by its changed_at (the device's clock of the fact's last change; ties keep the newer
+# counters), so a device pushing an older version of a fact another device changed since
+# changes nothing; it pulls the newer one through cold_changes in the same request.
+UPSERT_ROWS = 50           # facts per INSERT statement (14 values each, well under SQLite's cap)
+ROW = "(" + ", ".join("?" * 14) + ")"
 UPSERT_FACTS = (
     "INSERT INTO cold_memories (id, agent_id, text, category, importance, created_at, "
-    "access_count, metadata, source, last_access, superseded_by, device_id, flags) "
+    "access_count, metadata, source, last_access, superseded_by, device_id, flags, changed_at) "
     "SELECT * FROM (VALUES {rows}) WHERE NOT EXISTS ({guard}) "
     # A forgotten fact stays forgotten: a device that has not pulled the tombstone yet (or
     # replays an old push) cannot upsert it back. One "?" for the agent id, after the guard's.
     "AND NOT EXISTS (SELECT 1 FROM cold_tombstones t WHERE t.agent_id = ? AND t.id = column1) "
     "ON CONFLICT(id) DO UPDATE SET category = excluded.category, text = excluded.text, "
     "metadata = excluded.metadata, importance = excluded.importance, "
-    "created_at = excluded.created_at, flags = excluded.flags, "
+    "created_at = excluded.created_at, flags = excluded.flags, changed_at = excluded.changed_at, "
     "access_count = max(cold_memories.access_count, excluded.access_count), "
     "last_access = max(coalesce(cold_memories.last_access, 0), excluded.last_access), "
     "superseded_by = coalesce(excluded.superseded_by, cold_memories.superseded_by) "
     # A sealed row authenticates importance, created_at and superseded_by (enc:v2), so they
     # change together with the sealed values; a device that has not seen a supersession
-    # leaves the superseded row as it is rather than pair its values with the old link.
+    # leaves the superseded row as it is rather than pair its values with the old link
+    # (a supersession is undone only by an explicit unsupersede, CLEAR_SUPERSEDED).
     "WHERE cold_memories.agent_id = excluded.agent_id AND "
+    "excluded.changed_at >= cold_memories.changed_at AND "
     "(excluded.superseded_by IS NOT NULL OR cold_memories.superseded_by IS NULL)")
+# The change feed (cloud migration 0008), before the upserts of the same push: every pushed
+# fact whose row exists with an older changed_at gets a new seq under this device. New rows
+# are not listed (other devices pull them by rowid), nor resends, re-seals or counter bumps
+# (same changed_at). "?" order: agent_id, device_id, [[id, changed_at], ...] as JSON,
+# agent_id, then the revoked guard.
+# CROSS JOIN keeps the pushed ids outside and looks each row up by its id: left to itself
+# the planner walks every row of the agent and the JSON for each (a push 50% slower at 1k).
+LOG_CHANGES = ("INSERT OR REPLACE INTO cold_changes (agent_id, id, device_id) "
+               "SELECT ?, m.id, ? FROM json_each(?) j CROSS JOIN cold_memories m "
+               "ON m.id = json_extract(j.value, '$[0]') AND +m.agent_id = ? "
+               "WHERE json_extract(j.value, '$[1]') > m.changed_at AND "
+               "(json_extract(j.value, '$[2]') IS NOT NULL OR m.superseded_by IS NULL) "
+               "AND NOT EXISTS ({guard})")
+# Other devices' changes after this device's change cursor, as the rows now stand (read
+# after this push's own upserts, so a version of ours that lost comes back as the winner).
+PULL_CHANGES = (f"SELECT c.seq, {', '.join('m.' + c.strip() for c in FACT_COLS.split(','))} "
+                "FROM cold_changes c JOIN cold_memories m ON m.id = c.id AND m.agent_id = c.agent_id "
+                "WHERE c.agent_id = ? AND c.seq > ? AND (c.device_id IS NULL OR c.device_id != ?) "
+                "ORDER BY c.seq LIMIT ?")
+MAX_CHANGE_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM cold_changes WHERE agent_id = ?"
 # The owner's forget (SPEC §5b), inside the push transaction: the tombstone first, then the
 # row. "?" order: agent_id, deleted_at, device_id, ids (a JSON array), then the revoked guard.
 TOMBSTONE_IDS = ("INSERT OR IGNORE INTO cold_tombstones (agent_id, id, deleted_at, device_id) "
                  "SELECT ?, value, ?, ? FROM json_each(?) WHERE NOT EXISTS ({guard})")
 DELETE_FORGOTTEN = ("DELETE FROM cold_memories WHERE agent_id = ? AND id IN "
                     "(SELECT value FROM json_each(?)) AND NOT EXISTS ({guard})")
+# A forgotten fact leaves the change feed too (same "?" order as DELETE_FORGOTTEN).
+UNLOG_FORGOTTEN = ("DELETE FROM cold_changes WHERE agent_id = ? AND id IN "
+                   "(SELECT value FROM json_each(?)) AND NOT EXISTS ({guard})")
 # unsupersede: an upsert only ever sets the link, so clearing it is its own statement (the
 # row's sealed values are rewritten by the upsert of the same push).
 CLEAR_SUPERSEDED = ("UPDATE cold_memories SET superseded_by = NULL WHERE agent_id = ? AND id IN "
                     "(SELECT value FROM json_each(?)) AND NOT EXISTS ({guard})")
 PULL_TOMBSTONES = ("SELECT rowid, id FROM cold_tombstones WHERE +agent_id = ? AND rowid > ? "
                    "AND (device_id IS NULL OR device_id != ?) ORDER BY rowid LIMIT ?")
+# The critical state's compare-and-set on its version, with this push's nonce. "?" order:
+# agent_id, data, updated_at, version, device_id, nonce, the revoked guard, expected version.
+CAS_STATE = ("INSERT INTO critical_state (agent_id, data, updated_at, version, device_id, "
+             "push_nonce) SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS ({guard}) "
+             "ON CONFLICT(agent_id) DO UPDATE SET data = excluded.data, "
+             "updated_at = excluded.updated_at, version = excluded.version, "
+             "device_id = excluded.device_id, push_nonce = excluded.push_nonce "
+             "WHERE critical_state.version = ?")
+# The state read back: its data only when it is news (see SqlRemote.push). "?" order: the
+# version we wrote or hold, the nonce twice, agent_id.
+READ_BACK_STATE = ("SELECT version, device_id, CASE WHEN version = ? AND (? IS NULL OR push_nonce = ?) "
+                   "THEN NULL ELSE data END, updated_at, push_nonce FROM critical_state "
+                   "WHERE agent_id = ?")
+# Other devices' new rows after the pull cursor (rowid).
+PULL_NEW = (f"SELECT rowid, {FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND rowid > ? "
+            "AND (device_id IS NULL OR device_id != ?) ORDER BY rowid LIMIT ?")

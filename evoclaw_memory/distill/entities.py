@@ -157,10 +157,10 @@ def extract(text: str) -> list[Mention]:
     if speaker:
         add(_clean(speaker.group(1)), "people", "speaker")
         body = text[speaker.end():]
-    else:
+    people = find_people(body)          # once: it is most of what this function costs
+    if not speaker:
         opening = _OPENING_RE.match(text)
         if opening and opening.group(1).split()[0] not in _NOT_NAMES:
-            people = find_people(text)
             name = _clean(opening.group(1))
             # A lone capitalised first word is a name only when the text reads it as one
             # elsewhere or it is followed by a verb-like word (find_people skips first words).
@@ -169,7 +169,7 @@ def extract(text: str) -> list[Mention]:
     for match in _MY_RE.finditer(body):
         word = match.group(1).lower()
         add(_clean(match.group(2)), "other" if word in _KIN_PETS else "people", relation=word)
-    zh_people = [n for n in find_people(body) if _is_cjk_run(n)]
+    zh_people = [n for n in people if _is_cjk_run(n)]
     for match in (_zh_my_re().finditer(body) if "我" in body else ()):
         # The regex takes up to three characters; a name the scanner read there is exact
         # (王芳喜欢 -> 王芳), else two characters, the commonest length of a given name.
@@ -183,7 +183,7 @@ def extract(text: str) -> list[Mention]:
         add(_clean(match.group(1) or match.group(2)), "projects")
     for match in _TOOL_RE.finditer(body):
         add(match.group(1), "tools")
-    for name in find_people(body):
+    for name in people:
         if _is_cjk_run(name):
             add(_zh(name), "people", "subject" if text.lstrip().startswith(name) else "mention")
         else:

@@ -160,20 +160,11 @@ class Analysis(NamedTuple):
     stray_items: list[tuple[int, str, str]]  # links, commands, paths outside every sentence
 
 
-def analyse(text: str, spans: list[tuple[int, int]] | None = None, names_only: bool = False) -> Analysis:
-    """The sentences of `text` (or of the given spans) with every signal counted; with
-    `names_only`, only their `names` (the same as a full analysis finds: the name scanners
-    read nothing the other scanners write but each sentence's first word)."""
+def analyse(text: str, spans: list[tuple[int, int]] | None = None) -> Analysis:
+    """The sentences of `text` (or of the given spans) with every signal counted."""
     sentences = [
         Sentence(text, start, end) for start, end in (sentence_spans(text) if spans is None else spans)
     ]
-    if names_only:
-        for sentence in sentences:
-            _first_word(text, sentence)
-        _scan_names(text, sentence_at_offset(sentences))
-        if _has_cjk(text):
-            _scan_chinese_names(text, sentence_at_offset(sentences))
-        return Analysis(sentences, [])
     if not sentences:
         return Analysis([], locate_metadata(text))
     sentence_at = sentence_at_offset(sentences)
@@ -378,9 +369,21 @@ def _trim_chinese_name(name: str) -> str:
 
 
 def find_people(text: str) -> list[str]:
-    """Proper names in `text`: capitalised words in mid-sentence, Chinese names by surname."""
+    """Proper names in `text`: capitalised words in mid-sentence, Chinese names by surname.
+
+    Only the name scanners run (not every signal `analyse` counts): entity linking calls this
+    for every fact `remember` stores, so it must cost a fraction of a full analysis."""
+    sentences = [Sentence(text, start, end) for start, end in sentence_spans(text)]
+    if not sentences:
+        return []
+    sentence_at = sentence_at_offset(sentences)
+    for sentence in sentences:      # the one per-sentence fact the name scanner reads
+        _first_word(text, sentence)
+    _scan_names(text, sentence_at)
+    if _has_cjk(text):
+        _scan_chinese_names(text, sentence_at)
     people: list[str] = []
-    for sentence in analyse(text, names_only=True).sentences:
+    for sentence in sentences:
         extend_unique(people, sentence.names)
     return people
 

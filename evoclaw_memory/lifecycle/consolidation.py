@@ -121,8 +121,9 @@ def quick(mem: "Memory") -> dict[str, int]:
         mem.warm.archive(plan, now, op="evict.consolidate")
     promoted = promote_lessons(mem)
     mem.write_memory_md()
+    linked = mem.link_new_facts(batch=None)     # what store calls left of a linking backlog
     return {"rescored": mem.store.count_facts("warm") + len(plan), "archived": len(plan),
-            "promoted": promoted}
+            "promoted": promoted, "entities_linked": linked}
 
 
 def is_lesson_category(category: str) -> bool:

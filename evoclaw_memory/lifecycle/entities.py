@@ -21,7 +21,11 @@ if TYPE_CHECKING:
     from evoclaw_memory.store.local import LocalStore
 
 _T = TypeVar("_T")
-CATCH_UP_BATCH = 500        # facts linked per pass (remember() links its own in one pass)
+CATCH_UP_BATCH = 500        # facts linked per transaction of a catch-up pass
+# What one store call (remember, end_conversation) links at most: its own facts plus this
+# much of a backlog (facts stored by a release before the entity graph), so a catch-up costs
+# each call a few ms and no call hundreds; consolidation links whatever is left.
+STORE_CALL_BATCH = 100
 
 
 class EntityGraph:
@@ -103,7 +107,7 @@ class EntityGraph:
 
     # -- linking facts ---------------------------------------------------------------------
 
-    def linked(self, value: _T, batch: Optional[int] = CATCH_UP_BATCH) -> _T:
+    def linked(self, value: _T, batch: Optional[int] = STORE_CALL_BATCH) -> _T:
         """`value`, once the facts just stored are linked to their entities."""
         self.link_new_facts(batch)
         return value
@@ -115,12 +119,12 @@ class EntityGraph:
             cursor = int(self.store.get_setting(KV_CURSOR) or 0)
             rows = self.store.conn.execute(
                 "SELECT rowid, text, created_at FROM facts WHERE rowid > ? ORDER BY rowid "
-                "LIMIT ?", (cursor, batch or CATCH_UP_BATCH)).fetchall()
+                "LIMIT ?", (cursor, min(batch or CATCH_UP_BATCH, CATCH_UP_BATCH))).fetchall()
             if not rows:
                 return linked
             now = self.clock()
             keeper = self.entity_keeper
-            with self.store.transaction():
+            with self.store.transaction(), self.store.warm_neutral():
                 for rowid, text, created_at in rows:
                     _link_one(keeper, rowid, text, created_at, now)
                 self.store.set_setting(KV_CURSOR, str(rows[-1][0]))
@@ -204,7 +208,8 @@ def _link_one(keeper: EntityKeeper, rowid: int, text: str, created_at: float, no
         linked.add(entity_id)
         if m.relation:
             keeper.relate(entity_id, keeper.ensure(OWNER, "people", now), m.relation, now)
-    owner = keeper.find(OWNER)
-    for entity_id in set(keeper.lookup(lookup_keys(text, 600)).values()) - linked:
-        if entity_id != owner:
-            keeper.link_fact(entity_id, rowid, "mention", created_at)
+    known = set(keeper.lookup(lookup_keys(text, 600)).values()) - linked
+    if known:
+        known.discard(keeper.find(OWNER))       # "owner" is the owner's relations' anchor
+    for entity_id in known:
+        keeper.link_fact(entity_id, rowid, "mention", created_at)

@@ -1,7 +1,8 @@
 """Shared read, gated write (issue 18): a sub-agent reads everything and only proposes.
 
 `Memory.open(..., actor="subagent:NAME")` calls `act_as`: that Memory reads as any other, but
-its `remember` and `update_hot` become proposals (store, content, confidence, who, when) and
+its `remember` and `update_hot` become proposals (store, content, confidence, who, when), its
+`end_conversation` distills as usual and proposes each fact and hot update it finds, and
 every other write is refused. The main agent's Memory lists them (`proposals`), applies one
 through the ordinary write path (`accept`: the fact or hot update carries the sub-agent as its
 actor) or turns it down with a reason (`reject`). `GateControl` is a mixin of Memory.
@@ -24,13 +25,16 @@ if TYPE_CHECKING:
 
 SUBAGENT = "subagent:"
 # What a propose-only view may not do: every write but the two it turns into proposals.
-WRITES = ("supersede", "end_conversation", "ingest_daily", "consolidate", "tree_add",
+WRITES = ("supersede", "ingest_daily", "consolidate", "tree_add",
           "tree_remove", "tree_prune", "recount_tree", "tree_move", "edit", "forget",
           "forget_matching", "unsupersede", "import_jsonl", "pin", "unpin", "mark_private",
           "accept", "reject", "sync", "restore", "init_encryption", "reseal",
           "change_passphrase", "rotate_key", "wipe_local", "revoke_device", "rename_device",
           "insert_pulled", "install_state", "bulk_insert", "adopt_remote_state",
-          "apply_tombstones", "write_memory_md", "verify_cloud")
+          "apply_tombstones", "apply_changes", "write_memory_md", "verify_cloud")
+# The confidence of the proposals a sub-agent's end_conversation makes: distillation gives no
+# measure of its own, so every one is "as sure as not"; the main agent decides.
+DISTILLED_CONFIDENCE = 0.5
 
 
 def subagent_actor(value: Any) -> str:
@@ -59,6 +63,8 @@ class GateControl:
                      created_at: Any = ..., metadata: Any = ..., source: str = ...,
                      pinned: bool = ..., private: Optional[bool] = ..., by: str = ...) -> Fact: ...
         def update_hot(self, key: str, value: Any) -> HotState: ...
+        def distill(self, messages: Any, llm: Optional[bool] = ..., at: Any = ...) -> dict: ...
+        hot: Any
 
     @property
     def proposal_keeper(self) -> ProposalKeeper:
@@ -73,7 +79,8 @@ class GateControl:
         self.actor, self.gated = subagent_actor(who), True
         # Instance attributes shadow the methods: this one Memory object is the view, the
         # main agent's Memory (another object, same database) is untouched.
-        for name, view in (("remember", self._propose_remember), ("update_hot", self._propose_hot)):
+        for name, view in (("remember", self._propose_remember), ("update_hot", self._propose_hot),
+                           ("end_conversation", self._propose_conversation)):
             setattr(self, name, view)
         for name in WRITES:
             setattr(self, name, self._refuser(name))
@@ -89,13 +96,16 @@ class GateControl:
     def propose(self, text: str, category: str = "general", importance: float = 0.5, *,
                 confidence: float = 0.5, metadata: Optional[Union[Metadata, dict]] = None,
                 pinned: bool = False, private: Optional[bool] = None,
-                by: str = "") -> Proposal:
-        """Propose a fact for the main agent to accept; nothing is stored until then."""
+                by: str = "", created_at: Any = None) -> Proposal:
+        """Propose a fact for the main agent to accept; nothing is stored until then.
+        `created_at`: when it was said (a distilled message's time), kept for the accept."""
         content: dict[str, Any] = {
             "text": self._check_text(text), "category": tree_rules.validate_path(category),
             "importance": validate.importance(importance),
             "pinned": validate.flag("pinned", pinned),
             "private": validate.optional_flag("private", private)}
+        if created_at is not None:
+            content["created_at"] = validate.when("created_at", created_at)
         meta = validate.metadata(metadata)
         if meta is not None and not meta.is_empty():
             import msgspec
@@ -119,10 +129,59 @@ class GateControl:
                           pinned: bool = False, private: Optional[bool] = None,
                           by: str = "") -> Proposal:
         return self.propose(text, category, importance, metadata=metadata, pinned=pinned,
-                            private=private, by=by)
+                            private=private, by=by, created_at=created_at)
 
     def _propose_hot(self, key: str, value: Any) -> Proposal:
         return self.propose_hot(key, value)
+
+    def _propose_conversation(self, messages: Any, *, at: Any = None, sync: Optional[bool] = None,
+                              consolidate: Optional[bool] = None, remote: Any = None) -> dict[str, Any]:
+        """A sub-agent's end of a conversation: distilled as usual (rules or the LLM), then
+        every fact and hot update becomes a proposal, in one transaction; nothing reaches
+        warm, hot, MEMORY.md or the outbox until the main agent accepts. Forget triggers
+        are not acted on (a sub-agent cannot forget); a fact an owner's "remember forever"
+        names is proposed pinned (the vault's cap is checked when it is accepted). The report has the usual keys, with
+        `proposals` and nothing added."""
+        import time
+        from evoclaw_memory.llm.distill import fresh_hot_updates
+        started = time.perf_counter()
+        validate.conversation(messages)
+        result = self.distill(messages, at=None if at is None else validate.when("at", at))
+        from evoclaw_memory.lifecycle.vault import came_from, pin_requests
+        pins = pin_requests(messages)      # "remember forever": proposed pinned
+        proposed: list[Proposal] = []
+        refused: list[dict] = []
+        hot_refused: list[dict] = []
+        with self.store.transaction():
+            for draft in result.get("facts") or []:
+                try:
+                    proposed.append(self.propose(draft.text, draft.category, draft.importance,
+                                                 confidence=DISTILLED_CONFIDENCE,
+                                                 metadata=draft.metadata,
+                                                 created_at=draft.created_at,
+                                                 pinned=any(came_from(draft.text, w) for w in pins)))
+                except ValidationError as exc:      # one bad fact must not lose the rest
+                    refused.append({"text": draft.text, "why": str(exc)})
+            for update in fresh_hot_updates(list(result.get("hot_updates") or []), self.hot):
+                try:
+                    proposed.append(self.propose_hot(update["key"], update["value"],
+                                                     confidence=DISTILLED_CONFIDENCE))
+                except ValidationError as exc:
+                    hot_refused.append({**update, "why": str(exc)})
+        facts = sum(p.store == "warm" for p in proposed)
+        return {"mode": result.get("mode", "rules"), "summary": result.get("summary", ""),
+                "record": result.get("record"), "proposals": proposed, "added": [],
+                "reinforced": [], "superseded": [], "duplicates": [], "hot_updates": [],
+                "hot_rejected": hot_refused, "rejected": refused,
+                "counts": {"added": 0, "reinforced": 0, "superseded": 0, "hot_updates": 0,
+                           "hot_rejected": len(hot_refused), "proposals": len(proposed),
+                           "proposed_facts": facts, "proposed_hot": len(proposed) - facts},
+                "llm_calls": int(result.get("llm_calls", 0) or 0), "consolidation": None,
+                "sync": {"status": "off", "detail": f"{self.actor} proposes; the main agent's "
+                         "memory pushes what it accepts"},
+                "outbox_depth": self.store.outbox_depth(),
+                "seconds": round(time.perf_counter() - started, 4), "forgotten": [],
+                "forget_candidates": [], "pinned": [], "pin_refused": []}
 
     def _new_proposal(self, store: str, content: dict, conf: float, by: str) -> Proposal:
         from evoclaw_memory.store.warm_keeper import new_id
@@ -151,6 +210,7 @@ class GateControl:
             if found.store == "warm":
                 fact = self.remember(content["text"], category=content["category"],
                                      importance=content["importance"],
+                                     created_at=content.get("created_at"),
                                      metadata=content.get("metadata"), source=found.actor,
                                      pinned=bool(content.get("pinned")),
                                      private=content.get("private"), by=found.actor)

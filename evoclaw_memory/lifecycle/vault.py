@@ -78,20 +78,31 @@ class VaultControl:
                                       check_actor(by or self.actor), self.clock())
 
 
+def came_from(text: str, words: set[str]) -> bool:
+    """True when most of the words of a fact's `text` are in a message's `words`: the fact
+    was distilled from that message (how a "remember forever" finds the facts it names)."""
+    from evoclaw_memory.text import query_terms
+    terms = set(query_terms(text))
+    return bool(terms) and len(terms & words) * 2 >= len(terms)
+
+
+def pin_requests(messages: Any) -> list[set[str]]:
+    """The words of each owner's "remember forever" / "never forget" message."""
+    from evoclaw_memory.distill.triggers import find_pin_requests
+    from evoclaw_memory.text import query_terms
+    return [set(query_terms(said)) for said in find_pin_requests(messages)]
+
+
 def pin_on_request(mem: VaultControl, messages: Any, stored: list[Fact]) -> dict[str, list]:
     """Pin the facts this conversation stored from an owner's "remember forever" / "never
     forget" message (distill.triggers): a fact most of whose words the message holds came
     from it. Past the vault's cap the pin is reported, not raised: the facts are stored."""
-    from evoclaw_memory.distill.triggers import find_pin_requests
     from evoclaw_memory.errors import LimitError
-    from evoclaw_memory.text import query_terms
     pinned: list[str] = []
     refused: list[dict[str, str]] = []
-    for said in find_pin_requests(messages):
-        words = set(query_terms(said))
+    for words in pin_requests(messages):
         for fact in stored:
-            terms = set(query_terms(fact.text))
-            if fact.id in pinned or not terms or len(terms & words) * 2 < len(terms):
+            if fact.id in pinned or not came_from(fact.text, words):
                 continue
             try:
                 mem.pin(fact.id, by="bot:trigger-remember")

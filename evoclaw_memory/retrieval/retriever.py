@@ -74,7 +74,7 @@ _CORPORA: "weakref.WeakKeyDictionary[LocalStore, _Corpus]" = weakref.WeakKeyDict
 
 
 class _Candidate:
-    """A fact row being ranked: row = (rowid, *fact columns, index body)."""
+    """A fact row being ranked: row = (rowid, *fact columns, index body, pinned)."""
 
     __slots__ = ("row", "body", "category", "created_at", "rank", "relevance", "choice")
 
@@ -272,7 +272,9 @@ class Retriever:
                     held += TERM_CREDIT * weight[t]
             c.relevance = min(1.0, held / total_weight)
             row = c.row
-            value = score(row[4], row[5], row[7], now, self.decay_days, self.access_boost)
+            # A pinned fact (the vault) never decays: a year old, it ranks as if fresh.
+            value = score(row[4], row[5], row[7], now, self.decay_days, self.access_boost,
+                          pinned=bool(row[13]))
             c.choice = next((ch for ch in choices if c.category == ch.path
                              or c.category.startswith(ch.path + "/")), None)
             if c.choice is not None:

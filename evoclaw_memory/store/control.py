@@ -182,7 +182,7 @@ class ControlKeeper:
                 store.adjust_counts(fact.category, warm=-live_warm, cold=-live_cold)
                 store.adjust_counts(new.category, warm=live_warm, cold=live_cold)
                 store.enqueue_state(now)
-            store.enqueue_fact(fact.id, now)
+            store.enqueue_change(fact.id, now)
             changed = [name for name in ("text", "category", "importance", "metadata")
                        if getattr(new, name) != getattr(fact, name)]
             store.audit("edit", fact.id, f"v{version} replaced ({','.join(changed)}) "
@@ -202,7 +202,7 @@ class ControlKeeper:
             store.conn.execute("INSERT INTO outbox (kind, ref, created_at) VALUES ('revive', ?, ?) "
                                "ON CONFLICT(kind, ref) DO UPDATE SET version = version + 1",
                                (fact.id, now))
-            store.enqueue_fact(fact.id, now)
+            store.enqueue_change(fact.id, now)
             store.enqueue_state(now)
             store.audit("unsupersede", fact.id, f"was superseded by {fact.superseded_by} "
                         f"actor={actor}", now)

@@ -48,15 +48,23 @@ def lookup_keys(text: str, limit: int = 3_000) -> list[str]:
 
 
 def _keys(text: str, limit: int) -> Iterator[str]:
-    words = [norm(w) for w in _WORD_RE.findall(text)]
-    count = 0
-    for i in range(len(words)):
-        for n in (1, 2, 3):
-            if i + n <= len(words):
-                count += 1
-                if count > limit:
-                    return
-                yield " ".join(words[i:i + n])
+    # norm() of each word, done once over the whole text (this runs for every fact stored).
+    words = [w[:-2] if w.endswith(("'s", "’s")) else w
+             for w in (m.lower() for m in _WORD_RE.findall(text))]
+    keys: list[str] = []
+    n = len(words)
+    for i, word in enumerate(words):
+        keys.append(word)
+        if i + 1 < n:
+            pair = f"{word} {words[i + 1]}"
+            keys.append(pair)
+            if i + 2 < n:
+                keys.append(f"{pair} {words[i + 2]}")
+        if len(keys) >= limit:
+            yield from keys[:limit]
+            return
+    yield from keys
+    count = len(keys)
     for run in _cjk_runs(text):
         for i in range(len(run)):
             for n in (2, 3, 4):
@@ -106,9 +114,11 @@ class EntityKeeper:
             old.update(attributes or {})
             self.conn.execute("UPDATE entities SET kind = ?, attributes = ?, manual = 1, "
                               "updated_at = ? WHERE id = ?", (kind, json.dumps(old), now, found))
-        elif kind != "other":
-            self.conn.execute("UPDATE entities SET kind = ? WHERE id = ? AND kind = 'other'",
-                              (kind, found))
+        elif kind != "other" and self.conn.execute(
+                "SELECT 1 FROM entities WHERE id = ? AND kind = 'other'", (found,)).fetchone():
+            # (read first: this runs for every name of every fact stored, and a read is
+            # cheaper than an UPDATE that almost always changes nothing)
+            self.conn.execute("UPDATE entities SET kind = ? WHERE id = ?", (kind, found))
         return found
 
     def alias(self, entity_id: int, alias: str) -> None:
@@ -136,18 +146,24 @@ class EntityKeeper:
     # -- links to facts and to each other ------------------------------------------------------
 
     def link_fact(self, entity_id: int, fact_rowid: int, role: str, created_at: float) -> None:
-        """Link a fact; counts a mention and moves first/last mentioned (once per fact)."""
-        cur = self.conn.execute(
-            "INSERT INTO entity_facts VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET role = "
-            "CASE WHEN excluded.role = 'speaker' OR (excluded.role = 'subject' AND role = "
-            "'mention') THEN excluded.role ELSE role END",
-            (entity_id, fact_rowid, role, created_at))
+        """Link a fact; counts a mention and moves first/last mentioned (once per fact).
+
+        The count is kept by +1 on a new link, not recounted: a recount reads every link of
+        the entity, and a common name's thousands of links made each `remember` slow."""
+        cur = self.conn.execute("INSERT OR IGNORE INTO entity_facts VALUES (?, ?, ?, ?)",
+                                (entity_id, fact_rowid, role, created_at))
         if cur.rowcount:
             self.conn.execute(
-                "UPDATE entities SET mentions = (SELECT COUNT(*) FROM entity_facts WHERE "
-                "entity_id = ?1), first_mentioned = MIN(COALESCE(first_mentioned, ?2), ?2), "
+                "UPDATE entities SET mentions = mentions + 1, "
+                "first_mentioned = MIN(COALESCE(first_mentioned, ?2), ?2), "
                 "last_mentioned = MAX(COALESCE(last_mentioned, ?2), ?2) WHERE id = ?1",
                 (entity_id, created_at))
+        elif role != "mention":
+            # Already linked: keep the strongest role (speaker > subject > mention).
+            self.conn.execute(
+                "UPDATE entity_facts SET role = ?3 WHERE entity_id = ?1 AND fact_rowid = ?2 AND "
+                "(?3 = 'speaker' OR (?3 = 'subject' AND role = 'mention'))",
+                (entity_id, fact_rowid, role))
 
     def unlink_rowids(self, rowids: Iterable[int]) -> None:
         """A fact is gone (forgotten): its links go, its entities' counts follow."""
@@ -274,11 +290,13 @@ class EntityKeeper:
             added += known is None
             for alias in rec.aliases:
                 self.alias(entity_id, alias)
+            # `mentions` stays the count of this device's links (link_fact keeps it by +1):
+            # the facts a restore brings are linked after this and count themselves.
             self.conn.execute(
-                "UPDATE entities SET mentions = MAX(mentions, ?), first_mentioned = "
-                "MIN(COALESCE(first_mentioned, ?2), ?2), last_mentioned = "
-                "MAX(COALESCE(last_mentioned, ?3), ?3) WHERE id = ?4 AND ?2 > 0",
-                (rec.mentions, rec.first_mentioned, rec.last_mentioned, entity_id))
+                "UPDATE entities SET first_mentioned = "
+                "MIN(COALESCE(first_mentioned, ?1), ?1), last_mentioned = "
+                "MAX(COALESCE(last_mentioned, ?2), ?2) WHERE id = ?3 AND ?1 > 0",
+                (rec.first_mentioned, rec.last_mentioned, entity_id))
         for rec in records:          # second pass: every target exists now
             a = self.find(rec.name)
             for rel in rec.relations:

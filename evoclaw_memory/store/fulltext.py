@@ -63,8 +63,9 @@ class FullTextMixin:
         # lookup first would walk that index twice); only an id conflict is skipped, any
         # other constraint still fails loudly.
         inserted = self.conn.executemany(
-            f"INSERT INTO facts (rowid, {FACT_COLUMNS}, norm_key, size, pinned, private) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            f"INSERT INTO facts (rowid, {FACT_COLUMNS}, norm_key, size, pinned, private, "
+            "changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (id) DO NOTHING",
             [(start + i, *values) for i, (values, _) in enumerate(rows)]).rowcount
         bodies = [(start + i, body) for i, (_, body) in enumerate(rows)]
         if inserted < len(rows):        # some ids were known: index only the rows that landed
@@ -261,8 +262,8 @@ class FullTextMixin:
             raise StoreError(f"full-text search failed: {exc}") from exc
 
     def live_rows_with_bodies(self, rowids: Iterable[int]) -> list[tuple]:
-        """(rowid, *fact columns, index body) of the live facts among `rowids`; turn the
-        columns into a Fact with `fact_from_row(row[1:12])`."""
+        """(rowid, *fact columns, index body, pinned) of the live facts among `rowids`; turn
+        the columns into a Fact with `fact_from_row(row[1:12])`."""
         ids = list(rowids)
         self.flush_fulltext()
         out: list[tuple] = []
@@ -270,7 +271,7 @@ class FullTextMixin:
             chunk = ids[start:start + 500]
             out += self.conn.execute(
                 f"SELECT f.rowid, {', '.join('f.' + c.strip() for c in FACT_COLUMNS.split(','))}, "
-                "x.body FROM facts f JOIN facts_fts x ON x.rowid = f.rowid "
+                "x.body, f.pinned FROM facts f JOIN facts_fts x ON x.rowid = f.rowid "
                 f"WHERE f.rowid IN ({','.join('?' * len(chunk))}) AND f.superseded_by IS NULL",
                 chunk).fetchall()
         return out

@@ -9,9 +9,10 @@ import msgspec
 
 from evoclaw_memory.models import Fact
 from evoclaw_memory.store.local import LocalStore
+from evoclaw_memory.store.rows import encoder
 from evoclaw_memory.store.tree_keeper import key_and_body_of
 from evoclaw_memory.store.warm_keeper import WarmKeeper
-from evoclaw_memory.text import normalized_key
+from evoclaw_memory.text import key_digest, normalized_key
 from evoclaw_memory.tiers import hot as hot_rules
 from evoclaw_memory.tiers import tree as tree_rules
 from evoclaw_memory.tiers.warm import belongs_in_cold, fact_size
@@ -53,6 +54,73 @@ def _adopt_flags(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> Non
         store.adjust_counts(known.category, warm=1, cold=-1)
     store.audit("sync.flags", known.id, f"pinned={int(pulled.pinned)} "
                 f"private={int(pulled.private)} actor=sync", now)
+
+
+def apply_changed(warm: WarmKeeper, facts: list[Fact], now: float) -> int:
+    """Take other devices' changes of facts (pulled from the cloud's change feed); returns
+    how many local facts changed.
+
+    The rule (README "Changes on several devices"): the version with the larger changed_at
+    wins, whole (text, category, importance, metadata, pin, privacy, supersession); a
+    supersession this device has not seen is taken whatever the clocks say (the cloud keeps
+    it too: only an unsupersede undoes one). A forget wins over any change: its tombstone is
+    applied after these, and a fact forgotten here is never brought back. A fact this device
+    does not hold is left in the archive, unless it is pinned (the vault is on every device).
+    Nothing is queued back: it came from the cloud."""
+    store = warm.store
+    changed, vault = 0, []
+    with store.transaction():
+        for fact in facts:
+            known = store.get_fact(fact.id)
+            if known is None:
+                if fact.pinned:
+                    vault.append(fact)       # insert_pulled skips what was forgotten here
+                continue
+            unseen_supersession = fact.superseded_by is not None and known.superseded_by is None
+            if fact.changed_at > known.changed_at or unseen_supersession:
+                _replace(warm, known, fact, now)
+                changed += 1
+    return changed + (insert_pulled(warm, vault, now) if vault else 0)
+
+
+def _replace(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> None:
+    """Overwrite a local fact with another device's newer version: the old version kept in
+    history (as an edit keeps it), the full-text entry and the tree's counts follow."""
+    store, conn = warm.store, warm.store.conn
+    category = warm.tree.ensure_category(tree_rules.validate_path(pulled.category), now)
+    tier = "warm" if pulled.pinned else known.tier       # the vault lives on the device
+    new = msgspec.structs.replace(pulled, category=category, tier=tier,
+                                  access_count=max(known.access_count, pulled.access_count),
+                                  last_access=max(known.last_access, pulled.last_access))
+    content = [name for name in ("text", "category", "importance", "metadata")
+               if getattr(new, name) != getattr(known, name)]
+    if content:
+        version = conn.execute("SELECT COALESCE(MAX(version), 0) + 1 FROM fact_versions "
+                               "WHERE fact_id = ?", (known.id,)).fetchone()[0]
+        conn.execute("INSERT INTO fact_versions (fact_id, version, text, category, importance, "
+                     "metadata, replaced_at, actor) VALUES (?, ?, ?, ?, ?, ?, ?, 'sync')",
+                     (known.id, version, known.text, known.category, known.importance,
+                      encoder.encode(known.metadata).decode(), now))
+    key, body = key_and_body_of(new)
+    conn.execute("UPDATE facts SET text = ?, category = ?, importance = ?, metadata = ?, "
+                 "norm_key = ?, size = ?, superseded_by = ?, pinned = ?, private = ?, tier = ?, "
+                 "changed_at = ?, access_count = ?, last_access = ? WHERE id = ?",
+                 (new.text, new.category, new.importance, encoder.encode(new.metadata).decode(),
+                  key_digest(key), fact_size(new.text, new.metadata), new.superseded_by,
+                  int(new.pinned), int(new.private), new.tier, new.changed_at, new.access_count,
+                  new.last_access, known.id))
+    if content:
+        store.reindex_fact(known.id, body)
+    # The counts hold live facts per (category, tier): take the old place out, the new one in.
+    if known.superseded_by is None:
+        store.adjust_counts(known.category, warm=-(known.tier == "warm"), cold=-(known.tier == "cold"))
+    if new.superseded_by is None:
+        store.adjust_counts(new.category, warm=new.tier == "warm", cold=new.tier == "cold")
+    flags = [f"{name}={int(getattr(new, name))}" for name in ("pinned", "private")
+             if getattr(new, name) != getattr(known, name)]
+    if new.superseded_by != known.superseded_by:
+        flags.append(f"superseded_by={new.superseded_by or 'none'}")
+    store.audit("sync.change", known.id, f"({','.join(content + flags)}) actor=sync", now)
 
 
 def install_state(warm: WarmKeeper, state: Any, keep_counts: bool, now: float) -> None:

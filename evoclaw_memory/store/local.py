@@ -100,12 +100,12 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
 
     def insert_fact(self, fact: Fact, norm_key: str, size: int, body: str) -> None:
         cur = self.conn.execute(
-            f"INSERT INTO facts ({FACT_COLUMNS}, norm_key, size, pinned, private) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO facts ({FACT_COLUMNS}, norm_key, size, pinned, private, changed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (fact.id, fact.text, fact.category, fact.importance, fact.created_at,
              fact.last_access, fact.access_count, encoder.encode(fact.metadata).decode(),
              fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size,
-             int(fact.pinned), int(fact.private)))
+             int(fact.pinned), int(fact.private), fact.changed_at))
         self.conn.execute("INSERT INTO fts_pending (fact_rowid, body) VALUES (?, ?)",
                           (cur.lastrowid, body))
         self.add_aliases(cur.lastrowid, fact.text)
@@ -118,7 +118,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
                  fact.last_access, fact.access_count,
                  "{}" if fact.metadata.is_empty() else encoder.encode(fact.metadata).decode(),
                  fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size,
-                 int(fact.pinned), int(fact.private)), body)
+                 int(fact.pinned), int(fact.private), fact.changed_at), body)
     def get_fact(self, fact_id: str) -> Optional[Fact]:
         row = self.conn.execute(f"SELECT {FACT_AND_FLAGS} FROM facts WHERE id = ?",
                                 (fact_id,)).fetchone()
@@ -188,6 +188,16 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
             self._warm_noted = (self.conn.total_changes, total)
         else:
             self._warm_total = (self._write_stamp(), total)
+
+    @contextlib.contextmanager
+    def warm_neutral(self) -> Iterator[None]:
+        """Writes inside this block leave warm's total as it was (entity links, settings):
+        a total noted before them still holds at the commit."""
+        before = self.conn.total_changes
+        yield
+        noted = self._warm_noted
+        if noted is not None and noted[0] == before:
+            self._warm_noted = (self.conn.total_changes, noted[1])
 
     def count_facts(self, tier: Optional[str] = None) -> int:
         if tier:

@@ -20,6 +20,15 @@ class OutboxMixin:
                           "ON CONFLICT(kind, ref) DO UPDATE SET version = version + 1",
                           (fact_id, now))
 
+    def enqueue_change(self, fact_id: str, now: float) -> None:
+        """Queue a change of a stored fact (content, flags, supersession, category) for the
+        cloud and the owner's other devices: its changed_at moves on first. Never backwards,
+        and past the version this device holds (maybe another device's, from a clock ahead
+        of ours), so a change made after seeing a version always wins over that version."""
+        self.conn.execute("UPDATE facts SET changed_at = max(?, changed_at + 0.001) WHERE id = ?",
+                          (now, fact_id))
+        self.enqueue_fact(fact_id, now)
+
     def enqueue_state(self, now: float) -> None:
         """Queue the critical state (hot + tree); coalesced: one entry, moved to the end."""
         self.conn.execute("DELETE FROM outbox WHERE kind = 'state'")

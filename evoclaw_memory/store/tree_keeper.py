@@ -92,7 +92,7 @@ class TreeKeeper:
         self.store.adjust_counts(category, warm=live and fact.tier == "warm",
                                  cold=live and fact.tier == "cold")
         self.store.reindex_fact(fact_id, index_body(msgspec.structs.replace(fact, category=category)))
-        self.store.enqueue_fact(fact_id, now)
+        self.store.enqueue_change(fact_id, now)
 
     def save(self, old: list[TreeNode], new: list[TreeNode], op: str) -> None:
         """Write the difference between two trees (nodes changed, added, removed) and queue

@@ -1,0 +1,110 @@
+"""What the sync engine and restore need from any cloud (`Remote`), and what a push returns.
+
+`cloud.remote.SqlRemote` is the one implementation (over Hrana or a local file); the engine,
+restore and the key tools know only this interface. The names are re-exported by
+`cloud.remote`, where they were first defined.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Protocol, Sequence, Union
+
+import msgspec
+
+from evoclaw_memory.cloud.codec import CriticalState
+from evoclaw_memory.models import Fact
+
+
+class RemoteState(msgspec.Struct):
+    """The cloud's critical state row: its version, who wrote it, and the state itself."""
+
+    version: int
+    device_id: Optional[str]
+    state: Optional[CriticalState]
+    updated_at: float = 0.0
+
+
+class PushResult(msgspec.Struct):
+    """What one push did."""
+
+    facts: int                               # fact rows upserted
+    state_pushed: bool                       # our critical state is now the cloud's
+    remote: Optional[RemoteState]            # the cloud's state when ours lost the CAS
+    version: int                             # the cloud's critical-state version afterwards
+    revoked: bool                            # this device has been revoked
+    pulled: list[tuple[int, Fact]] = []      # other devices' facts after the cursor
+    unreadable: list[tuple[int, str]] = []   # (rowid, why) of pulled rows that did not open
+    needs_keys: bool = False                 # the cloud's state is sealed under a newer key
+    nonce: Optional[str] = None              # the cloud's state row's push nonce afterwards
+    tombstones: list[tuple[int, str]] = []   # (rowid, id) of facts other devices forgot
+    changed: list[tuple[int, Fact]] = []     # (seq, fact as it now stands) other devices changed
+    unreadable_changes: list[tuple[int, str]] = []   # (seq, why) of changed rows that did not open
+
+
+class ArchiveCounts(msgspec.Struct):
+    """What the cloud holds of one agent, cheaply: facts per created_at bucket, the critical
+    state's version (None: no row) and push nonce, and the newest rowid."""
+
+    buckets: dict[int, int] = {}
+    state_version: Optional[int] = None
+    state_nonce: Optional[str] = None
+    max_rowid: int = 0
+
+
+class Device(msgspec.Struct):
+    device_id: str
+    name: str
+    registered_at: int
+    last_seen: int
+    revoked_at: Optional[int]
+
+
+class Remote(Protocol):
+    """What the sync engine and restore need from a cloud."""
+
+    def ensure_schema(self) -> int: ...
+
+    def push(self, agent_id: str, device_id: str, device_name: str, facts: list[Fact],
+             state: Optional[CriticalState], expected_version: int, pull_after: int,
+             pull_limit: int = 200, forgotten: Sequence[str] = (),
+             revived: Sequence[str] = (), tombstones_after: Optional[int] = None,
+             changes_after: Optional[int] = None) -> PushResult: ...
+
+    def pull_state(self, agent_id: str) -> Optional[RemoteState]: ...
+
+    def fetch_facts(self, agent_id: str, after_rowid: int, limit: int) -> list[tuple[int, Fact]]: ...
+
+    def download_page(self, agent_id: str, after_rowid: int, limit: int) -> Union[str, list]: ...
+
+    def open_page(self, page: Union[str, list]) -> list[tuple[int, Fact]]: ...
+
+    def recent_candidates(self, agent_id: str, since: float, limit: int) -> list[tuple]: ...
+
+    def facts_by_ids(self, agent_id: str, ids: list[str]) -> list[Fact]: ...
+
+    def count_facts(self, agent_id: str) -> int: ...
+
+    def archive_buckets(self, agent_id: str, width: int) -> ArchiveCounts: ...
+
+    def ids_in_buckets(self, agent_id: str, buckets: list[int], width: int) -> set[str]: ...
+
+    def max_rowid(self, agent_id: str) -> int: ...
+
+    def max_change_seq(self, agent_id: str) -> int: ...
+
+    def query_cold(self, agent_id: str, text: Optional[str], categories: Optional[list[str]],
+                   limit: int) -> list[Fact]: ...
+
+    def get_keyring(self, agent_id: str) -> Optional[str]: ...
+
+    def put_keyring(self, agent_id: str, data: str, expected: Optional[str]) -> bool: ...
+
+    def devices(self, agent_id: str) -> list[Device]: ...
+
+    def revoke(self, agent_id: str, device_id: str) -> bool: ...
+
+    def rename(self, agent_id: str, device_id: str, name: str) -> bool: ...
+
+    def ping(self) -> float: ...
+
+    def close(self) -> None: ...
