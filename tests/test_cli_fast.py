@@ -244,5 +244,7 @@ def test_the_fast_path_imports_no_click_and_no_network(tmp_path):
     assert proc.returncode == 0, proc.stderr
     loaded = set(eval(proc.stdout.splitlines()[-1]))
     assert "evoclaw_memory" in loaded and "sqlite3" in loaded      # it did run
+    # msgspec stays: every model (Fact, HotState...) is a msgspec Struct and the rows and
+    # the hot state are decoded with it; its own import pulls typing_extensions and inspect.
     assert not loaded & {"click", "httpx", "httpcore", "cryptography", "ssl", "tomllib",
                          "importlib_metadata"}

@@ -1,6 +1,6 @@
-"""find_people runs only the name scanners (analyse(names_only=True)), so that storing a fact
-does not compile the whole distiller's patterns. Its names must be exactly those a full
-analysis finds, on every kind of text."""
+"""find_people runs only the name scanners, so that storing a fact neither pays a full
+analysis nor compiles the whole distiller's patterns (the keyword index is built on first
+use). Its names must be exactly those a full analysis finds, on every kind of text."""
 
 from __future__ import annotations
 
