@@ -27,6 +27,8 @@ class FactDraft(msgspec.Struct, omit_defaults=True):
     metadata: Metadata = msgspec.field(default_factory=Metadata)
     source: str = "manual"
     created_at: Optional[float] = None     # when it was said (a message's time); None: now
+    speaker: Optional[str] = None          # who said it (a conversation turn's name): the
+                                           # entity graph links the fact to them as its speaker
 
 
 StorageTier = Literal["warm", "cold"]

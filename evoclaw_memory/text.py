@@ -59,6 +59,11 @@ def is_cjk(token: str) -> bool:
     return bool(_scripts().cjk_run.fullmatch(token))
 
 
+def cjk_runs(text: str) -> list[str]:
+    """The runs of CJK characters in a text, in order."""
+    return [] if text.isascii() else _scripts().cjk_run.findall(text)
+
+
 def cjk_bigrams(run: str) -> list[str]:
     """Overlapping character bigrams of a CJK run; a single character stays itself."""
     if len(run) == 1:

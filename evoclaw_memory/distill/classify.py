@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from typing import Iterable, Sequence
 
-from evoclaw_memory.distill.lexicon import STOPWORDS, TOPIC_ORDER, TOPIC_PATHS, keyword_regex, stem, variants
-from evoclaw_memory.distill.sentences import REQUEST_RE
+from evoclaw_memory.distill.lexicon import (STOPWORDS, TOPIC_ORDER, TOPIC_PATHS, WH_WORDS, keyword_regex, stem,
+                                            variants)
+from evoclaw_memory.distill.sentences import QUESTION_TAG_RE, REQUEST_RE, drop_question_tag
 from evoclaw_memory.distill.signals import WORD_RE, Sentence, analyse, starts_word
 
 # Signal points (see `info_score`) a sentence needs to become a fact.
@@ -50,13 +51,35 @@ def is_worth_keeping(sentence: Sentence) -> bool:
         return True
     if sentence.filler or not sentence.substantive:
         return False
-    if sentence.question and not REQUEST_RE.match(sentence.text):
+    if sentence.question and not REQUEST_RE.match(sentence.text) and not _tagged_statement(sentence):
         return False
     if sentence.cjk_chars >= 4:
         left = _ZH_REACTION_RE.sub("", sentence.text)
         return sum(1 for ch in left if "\u3400" <= ch <= "\u9fff") - sentence.filler_chars >= 4
-    words = {w.lower().replace("’", "'") for w in WORD_RE.findall(sentence.text)} - STOPWORDS
+    said = drop_question_tag(sentence.text)     # the tag's words say nothing
+    words = {w.lower().replace("’", "'") for w in WORD_RE.findall(said)} - STOPWORDS
     return bool(words - _REACTIONS) and len(words) >= 2
+
+
+def _tagged_statement(sentence: Sentence) -> bool:
+    """"Sunflowers mean warmth and happiness, right?" states something; "What is it, right?"
+    does not."""
+    return sentence.first_word not in WH_WORDS and QUESTION_TAG_RE.search(sentence.text) is not None
+
+
+def is_minor_statement(sentence: Sentence) -> bool:
+    """A statement of one telling word ("We made pizza!", "I won't quit."): too little for a
+    fact of its own, worth keeping beside the sentence next to it (rules._FactBuilder)."""
+    if sentence.items or sentence.filler or sentence.question or sentence.cjk_chars:
+        return False
+    words = {w.lower().replace("’", "'") for w in WORD_RE.findall(sentence.text)} - STOPWORDS
+    return len(words - _REACTIONS) == 1 and _SUBJECT_RE.match(sentence.text) is not None
+
+
+# A statement starts with its subject: "We made ...", "I won't ...", "Oscar is ..." (not
+# "Wow, nice band!", whose one word is a reaction's object).
+_SUBJECT_RE = re.compile(r"(?:(?:and|but|so|yeah|yes|yep|yup|well|oh)[,!]?\s+)?"
+                         r"(?:i|we|he|she|they|my|our|his|her|their|it|this|that)\b(?!\s*[,!?])", re.I)
 
 
 def importance_of(sentence: Sentence, from_assistant: bool = False) -> float:

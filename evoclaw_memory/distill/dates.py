@@ -30,20 +30,30 @@ _PREPOSITIONS = {"on", "since", "until", "till", "by", "from", "before", "after"
 _FUTURE_RE = re.compile(r"\b(?:will|won't|shall|going to|gonna|plan(?:s|ning)? to|booked|scheduled"
                         r"|appointment|due|need to|have to|must|remind|planning|can't wait)\b|'ll\b"
                         r"|要|打算|计划|准备|约|安排|记得", re.I)
-_PAST_RE = re.compile(r"\b(?:was|were|went|did|had|got|took|made|saw|came|met|ago|last)\b"
+# Past tense: a weekday alone then lies behind ("I won on Friday"); irregular forms listed.
+_PAST_RE = re.compile(r"\b(?:was|were|went|did|had|got|took|made|saw|came|met|ago|last|won|ran|left|bought"
+                      r"|found|told|felt|kept|lost|paid|sat|spent|stood|wrote|began|became|ate|drove|flew"
+                      r"|forgot|heard|held|rode|sang|slept|spoke|swam|taught|threw|woke|wore|built|caught"
+                      r"|chose|drew|fell|fought|gave|grew|hung|knew|led|quit|sold|brought|thought|sent|said"
+                      r"|finished|just)\b"
                       r"|\b[a-z]{3,}ed\b|了|过", re.I)
 
 _NUM = r"(?:\d{1,2}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of)"
+# A weekday by name or its usual short form ("last Fri", "last Tues"), after an anchor word.
+_ABBREVIATED = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4,
+                "sat": 5, "sun": 6}
 _WD = "|".join(_WEEKDAYS)
+_WD_SHORT = "|".join(sorted(_ABBREVIATED, key=len, reverse=True))
 _EN_RE = re.compile(
     r"\b(?:(?P<dby>the day before yesterday)|(?P<dat>the day after tomorrow)"
     r"|(?P<yday>yesterday)(?:\s+(?P<ypart>morning|afternoon|evening|night))?"
-    r"|(?P<today>today)|(?P<tonight>tonight|this evening)"
+    r"|(?P<today>today)|(?P<tonight>tonight|this evening)|(?P<lastnight>last night)"
+    r"|this\s+(?P<todaypart>morning|afternoon)"
     r"|(?P<tmrw>tomorrow)(?:\s+(?P<tpart>morning|afternoon|evening|night))?"
-    rf"|(?P<n>{_NUM})\s+(?P<unit>day|week|month|year)s?\s+ago"
+    rf"|(?P<about>(?:about|around|almost|nearly|over|roughly)\s+)?(?P<n>{_NUM})\s+(?P<unit>day|week|month|year)s?\s+ago"
     r"|(?P<few>a few|several)\s+(?P<funit>day|week)s\s+ago"
     r"|(?P<rel>last|next|this|this past|this coming|coming)\s+"
-    rf"(?P<what>week(?:end)?|month|year|{_WD})"
+    rf"(?P<what>week(?:end)?|month|year|{_WD}|{_WD_SHORT})"
     rf"|(?P<on>on\s+)?(?P<wd>{_WD})(?![-\w])"
     r")(?![-\w])", re.I)
 _ZH_RE = re.compile(
@@ -84,7 +94,8 @@ def resolve_dates(text: str, when: dt.datetime) -> Resolved:
 
     def english(match: re.Match[str]) -> str:
         g = match.groupdict()
-        bare = _bare(text, match.start())
+        # "since yesterday", "yesterday was fun": the date stands bare (no "on" before it)
+        bare = _bare(text, match.start()) or _SUBJECT_NEXT_RE.match(text, match.end()) is not None
         on = "" if bare else "on "
         if g["dby"] or g["dat"]:
             day = today + dt.timedelta(days=-2 if g["dby"] else 2)
@@ -96,6 +107,13 @@ def resolve_dates(text: str, when: dt.datetime) -> Resolved:
             part = g["ypart"] or g["tpart"]
             return (f"{'' if bare else 'on '}the {part} of {format_date(day)}" if part
                     else on + format_date(day))
+        if g["lastnight"]:
+            day = today - dt.timedelta(days=1)
+            found.append(day)
+            return f"{'' if bare else 'on '}the night of {format_date(day)}"
+        if g["todaypart"]:
+            found.append(today)
+            return f"{'' if bare else 'on '}the {g['todaypart'].lower()} of {format_date(today)}"
         if g["today"] or g["tonight"]:
             found.append(today)
             return (f"{'' if bare else 'on '}the evening of {format_date(today)}" if g["tonight"]
@@ -106,9 +124,21 @@ def resolve_dates(text: str, when: dt.datetime) -> Resolved:
             if g["few"]:
                 found.append(today)
                 return f"a few {unit}s before {format_date(today)}"
+            if g["about"]:          # "about a year ago": roughly, so not "in 2022" as if exact
+                day = _back(today, n, unit)
+                found.append(day)
+                rough = g["about"].strip()
+                if unit == "year":                  # "nearly a year ago" -> "around 2022"
+                    return f"around {day.year}"
+                if unit == "month":
+                    return f"around {_MONTHS[day.month - 1]} {day.year}"
+                return f"{rough} {g['n']} {unit}{'s' if n != 1 else ''} before {format_date(today)}"
             return _ago(n, unit, today, found, bare)
         if g["what"]:
-            return _period(g["rel"].lower(), g["what"].lower(), today, found, bare)
+            what = g["what"].lower().rstrip(".")
+            if what in _ABBREVIATED:
+                what = _WEEKDAYS[_ABBREVIATED[what]]
+            return _period(g["rel"].lower(), what, today, found, bare)
         if g["wd"]:
             if not g["on"] and not _weekday_context(text, match):
                 return match.group()          # "Friday" as a name ("Friday the cat") stays
@@ -154,7 +184,12 @@ def resolve_dates(text: str, when: dt.datetime) -> Resolved:
 
     out = _EN_RE.sub(english, text)
     out = _ZH_RE.sub(chinese, out)
+    if text[:1].isupper() and out[:1].islower():      # "Last night was ..." -> "The night of ..."
+        out = out[0].upper() + out[1:]
     return Resolved(out, found, any(day > today for day in found))
+
+
+_SUBJECT_NEXT_RE = re.compile(r"\s+(?:was|were|is|has been|had been)\b", re.I)
 
 
 def _bare(text: str, start: int) -> bool:

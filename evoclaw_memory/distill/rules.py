@@ -27,11 +27,12 @@ import re
 import time
 from bisect import bisect_right
 from collections import Counter
-from typing import NamedTuple, Optional, Sequence
+from typing import Iterable, NamedTuple, Optional, Sequence
 
-from evoclaw_memory.limits import CORE_SUMMARY_MAX_BYTES
+from evoclaw_memory.limits import CORE_SUMMARY_MAX_BYTES, DISTILLED_FACT_MAX_CHARS
 from evoclaw_memory.distill.classify import (CONVERSATION_MIN_SCORE, CategoryIndex, category_for, choose_category,
-                                             importance_of, is_informative, is_worth_keeping, slug,
+                                             importance_of, is_informative, is_minor_statement,
+                                             is_worth_keeping, slug,
                                              terms_of_hints)
 from evoclaw_memory.distill.dates import resolve_dates
 from evoclaw_memory.distill.speakers import attribute
@@ -126,6 +127,7 @@ class _FactBuilder:
         self.index, self.source, self.min_score = index, source, min_score
         self._hint_cache: dict[tuple[str, ...], set[str]] = {}
         self.plans: list[tuple[str, str, dt.date]] = []  # (text, "event"|"task", day)
+        self._pieces: dict[int, tuple[str, Optional[tuple[str, dt.date]]]] = {}
 
     def run(self, blocks: Sequence[Block]) -> list[FactDraft]:
         if not blocks:
@@ -167,7 +169,12 @@ class _FactBuilder:
             item for item in sorted(dropped + stray_items + extra) if (item[1], item[2]) not in carried
         ]
         extra_facts = self._place_leftovers(leftovers, kept, blocks, block_starts, block_of)
-        facts = [(s.start, self._fact(s, blocks[block_of(s.start)])) for s in kept]
+        minor = self._minor(sentences, kept_ids, blocks, block_of)
+        packed = sorted(kept + minor, key=lambda s: s.start) if minor else kept
+        minor_ids = {id(s) for s in minor}
+        facts = [(group[0].start, self._fact_of(group, blocks[index]))
+                 for index, group in self._groups(packed, blocks, block_of)
+                 if not all(id(s) in minor_ids for s in group)]
         return [fact for _, fact in sorted(facts + extra_facts, key=lambda pair: pair[0])]
 
     def _keep(self, sentence: Sentence, block: Block) -> bool:
@@ -205,28 +212,100 @@ class _FactBuilder:
             extra.append((block_starts[block_index], self._fact(whole, block)))
         return extra
 
-    def _fact(self, sentence: Sentence, block: Block) -> FactDraft:
+    @staticmethod
+    def _minor(sentences: list[Sentence], kept_ids: set[int], blocks: Sequence[Block],
+               block_of) -> list[Sentence]:
+        """Short statements of a turn ("We made pizza!", "I won't quit.") that go with the
+        kept sentence next to them: alone they say too little to be a fact, beside it they
+        are often the very detail a question asks for."""
+        out = []
+        for i, sentence in enumerate(sentences):
+            index = block_of(sentence.start)
+            if id(sentence) in kept_ids or blocks[index].turn is None or not is_minor_statement(sentence):
+                continue
+            near = [sentences[j] for j in (i - 1, i + 1) if 0 <= j < len(sentences)]
+            if any(id(n) in kept_ids and block_of(n.start) == index for n in near):
+                out.append(sentence)
+        return out
+
+    def _groups(self, kept: list[Sentence], blocks: Sequence[Block],
+                block_of) -> list[tuple[int, list[Sentence]]]:
+        """The kept sentences as (block index, sentences of one fact), in order.
+
+        A turn's kept sentences are packed into as few facts as the fact limit allows: a
+        sentence alone often loses what it is about ("It was so cool" after "I loved reading
+        Charlotte's Web"), and a turn said as one thing is found as one thing (issue 13).
+        What must stand out (a credential, a contact) stays a fact of its own,
+        so its weight is not lent to the chit-chat beside it. Other blocks (notes) keep one
+        fact per sentence."""
+        out: list[tuple[int, list[Sentence]]] = []
+        for sentence in kept:
+            index = block_of(sentence.start)
+            turn = blocks[index].turn
+            if (turn is not None and out and out[-1][0] == index
+                    and not any(_STANDS_ALONE & s.flags for s in (out[-1][1][-1], sentence))):
+                if len(_said(turn, [self._piece(s, turn)[0] for s in [*out[-1][1], sentence]])) \
+                        <= DISTILLED_FACT_MAX_CHARS:
+                    out[-1][1].append(sentence)
+                    continue
+            out.append((index, [sentence]))
+        return out
+
+    def _piece(self, sentence: Sentence, turn: Turn) -> tuple[str, Optional[tuple[str, dt.date]]]:
+        """A turn's sentence as a fact says it (no filler or "Remember that", dates made
+        absolute, the speaker named) and its plan (kind, day) if it is a dated one; computed
+        once per sentence (packing asks again for each sentence it tries to add)."""
+        key = id(sentence)
+        found = self._pieces.get(key)
+        if found is None:
+            resolved = resolve_dates(strip_prefixes(clean_sentence(sentence.text)), local_time(turn.when))
+            text = attribute(resolved.text, turn.speaker, turn.addressee)
+            plan = None
+            if resolved.future and resolved.dates:
+                plan = (_plan_kind(sentence.text),
+                        min(d for d in resolved.dates if d > local_time(turn.when).date()))
+            found = self._pieces[key] = (text, plan)
+        return found
+
+    def _fact_of(self, group: list[Sentence], block: Block) -> FactDraft:
+        """One fact of a group of sentences (one, unless they are a turn's packed sentences)."""
+        turn = block.turn
+        if turn is None:
+            return self._fact(group[0], block, clean_sentence(group[0].text))
+        pieces = [self._piece(s, turn) for s in group]
+        for text, plan in pieces:
+            if plan is not None:
+                self.plans.append((shorten(text), *plan))
+        best = max(group, key=lambda s: s.score) if len(group) > 1 else group[0]   # first on ties
+        draft = self._fact(best, block, _said(turn, [text for text, _ in pieces]))
+        if len(group) > 1:
+            metadata = group[0].metadata
+            for sentence in group[1:]:
+                metadata = merge_metadata(metadata, sentence.metadata)
+            draft.metadata = metadata
+            draft.importance = max(importance_of(s, block.from_assistant) for s in group)
+        return draft
+
+    def _fact(self, sentence: Sentence, block: Block, text: Optional[str] = None) -> FactDraft:
+        """The fact of `sentence` (its category, importance and links), saying `text`."""
         hint_terms = self._hint_cache.get(block.hints)
         if hint_terms is None:
             hint_terms = self._hint_cache[block.hints] = terms_of_hints(block.hints)
-        text = clean_sentence(sentence.text)
-        created_at = None
         turn = block.turn
-        if turn is not None:
-            text = strip_prefixes(text)
-            resolved = resolve_dates(text, local_time(turn.when))
-            text = attribute(resolved.text, turn.speaker, turn.addressee)
-            created_at = turn.when if turn.dated else None
-            if resolved.future and resolved.dates:
-                self.plans.append((shorten(text), _plan_kind(sentence.text), min(
-                    d for d in resolved.dates if d > local_time(turn.when).date())))
+        if text is None:                     # a block's leftovers, described by the block
+            text = clean_sentence(sentence.text)
+            if turn is not None:
+                text, plan = self._piece(sentence, turn)
+                if plan is not None:
+                    self.plans.append((shorten(text), *plan))
         return FactDraft(
             text=shorten(text),
             category=category_for(sentence, self.index, hint_terms),
             importance=importance_of(sentence, block.from_assistant),
             metadata=sentence.metadata,
             source=self.source,
-            created_at=created_at,
+            created_at=turn.when if turn is not None and turn.dated else None,
+            speaker=turn.speaker if turn is not None else None,
         )
 
 
@@ -260,8 +339,33 @@ _TASK_RE = re.compile(r"\b(?:need to|have to|must|remind me|don't forget|to-?do)
 _PLAN_RE = re.compile(r"\b(?:will|shall|going to|gonna|plan(?:s|ning)? to|booked|scheduled|appointment"
                       r"|due|need to|have to|must|remind me|meeting|visit)\b|'ll\b|要|打算|计划|准备|约|安排|开会",
                       re.I)
+# Flags of a sentence that is a fact of its own, never packed with its neighbours.
+_STANDS_ALONE = frozenset({"credential", "contact"})
 # A piece of a turn aims below the fact limit: the speaker's name and absolute dates add some.
 _TURN_PIECE = 120
+
+
+def _said(turn: Turn, sentences: list[str]) -> str:
+    """Sentences of one turn, each already naming the speaker (attributed on its own: "their
+    dog" would not say whose across sentences), as one fact; a "Name: " in front of a later
+    one goes (the fact already says who)."""
+    pieces = []
+    for i, piece in enumerate(sentences):
+        if i and turn.speaker and piece.startswith((f"{turn.speaker}: ", f"{turn.speaker}：")):
+            piece = piece[len(turn.speaker) + 1:].lstrip()
+        pieces.append(piece)
+    return _join(pieces)
+
+
+def _join(pieces: Iterable[str]) -> str:
+    """Sentences as one text: a space after Latin text, none after Chinese (as each is written)."""
+    out = ""
+    for piece in pieces:
+        out += piece if not out or _CJK_END_RE.search(out) else " " + piece
+    return out
+
+
+_CJK_END_RE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]$")
 
 
 def _plan_kind(sentence: str) -> str:

@@ -13,10 +13,13 @@ from evoclaw_memory.limits import DISTILLED_FACT_MAX_CHARS
 
 Messages = Union[str, Sequence[Any]]
 
-# Sentence ends: . ! ? before a space (not in "3.11" or a URL), 。！？ anywhere, line breaks.
-_SENTENCE_END_RE = re.compile(r"[.!?]+(?=\s|$)|[。！？]+|\n")
+# Sentence ends: . ! ? before a space (not in "3.11" or a URL), 。！？ anywhere, line breaks;
+# a closing quote or bracket right after the mark belongs to the sentence it closes (else a
+# quoted sentence ran on into the next, and its fact was cut inside the quote).
+_SENTENCE_END_RE = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)|[。！？]+[”’」』）)]*|\n")
+# "e.g." and "Mr." do not end a sentence; neither do initials ("J." or "J.K.").
 _ABBREVIATION_RE = re.compile(
-    r"(?<![A-Za-z.])(?:(?i:e\.g|i\.e|etc|vs|mr|mrs|ms|dr|prof|st|approx|fig|cf|jr|sr)|[A-Z])\Z"
+    r"(?<![A-Za-z.])(?:(?i:e\.g|i\.e|etc|vs|mr|mrs|ms|dr|prof|st|approx|fig|cf|jr|sr)|(?:[A-Z]\.)*[A-Z])\Z"
 )
 _ALNUM_RE = re.compile(r"[^\W_]")
 _BULLET_RE = re.compile(r"\s*(?:[-*+•>]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
@@ -113,8 +116,26 @@ REQUEST_RE = _REQUEST_RE = re.compile(r"(?:please\s+)?(?:can|could|would|will) y
                                       r"record|keep in mind)\b", re.I)
 
 
+# A question tag after a statement ("Sunflowers mean warmth, right?", "很好吃，对吧？"): the
+# statement is what was said; the tag only asks for agreement.
+QUESTION_TAG_RE = re.compile(
+    r"[,，]\s*(?:right|huh|eh|yeah|no|ok|okay|you know|don't you think|isn't it|aren't they|wasn't it"
+    r"|weren't they|didn't it|don't they|doesn't it|am i right|isn't that so"
+    r"|对吧|是吧|对不对|是不是|不是吗|对吗)\s*[?？]+$", re.I)
+
+
+def drop_question_tag(text: str) -> str:
+    """`text` with a question tag at its end made a plain full stop."""
+    match = QUESTION_TAG_RE.search(text)
+    if match is None:
+        return text
+    return text[:match.start()].rstrip() + ("。" if match.group().endswith("？") else ".")
+
+
 def strip_prefixes(text: str) -> str:
-    """`text` without "Remember that", "Yes," and the like in front (SPEC §4)."""
+    """`text` without "Remember that", "Yes," and the like in front (SPEC §4), nor a question
+    tag at its end."""
+    text = drop_question_tag(text)
     stripped = _ZH_PREFIX_RE.sub("", _PREFIX_RE.sub("", text, count=1), count=1).strip()
     if not stripped or len(re.findall(r"\w", stripped)) < 2:
         return text

@@ -22,7 +22,7 @@ sat spent stood won wrote began became ate drove flew forgot heard held left let
 sang slept spoke swam taught threw understood woke wore built caught chose drew fell fought
 found gave grew hid hung hurt knew lay led lit quit shot shut sold stuck struck tried just
 really also never always still often usually recently finally actually totally already even
-only once sometimes definitely absolutely""".split())
+only once sometimes definitely absolutely set cut hit cost bet fit split spread""".split())
 _ADVERBS = set("""just really also never always still often usually recently finally actually
 totally already even only sometimes definitely absolutely""".split())
 _IRREGULAR = {"am": "is", "are": "is", "have": "has", "do": "does", "'m": "is", "'ve": "has",
@@ -75,8 +75,16 @@ def _replace(text: str, pattern: re.Pattern[str], name: str) -> str:
     return "".join(parts)
 
 
+# Words that are not verbs: after the subject they take no agreement ("Nate then went", not
+# "thens"), and after "you" they make it an object ("with you if", "with you soon").
+_NOT_VERBS = set("""if soon when then there here now too again and or but so as than that who whom
+whose which while because though although once before after later tomorrow today tonight yet
+either neither alone first last both all each""".split())
 _OBJECT_NEXT = set("""about with for to from at in on of by and or but so the a an this that these
-those too guys all both back again so much very more up out off over down""".split())
+those too guys all both back again so much very more up out off over down""".split()) | _NOT_VERBS
+# -ly words that are verbs, not adverbs ("Caroline replies", "Caroline flies").
+_LY_VERBS = {"rely", "reply", "apply", "supply", "imply", "comply", "multiply", "fly", "ally", "bully",
+             "rally", "tally"}
 _TAKES_OBJECT = set("""give gave gives tell told tells help helped show showed send sent ask asked
 thank let make made see saw love miss call called meet met keep got get invite invited bring brought
 teach taught want wanted remind reminded""".split())
@@ -111,18 +119,25 @@ def _agree(text: str, end: int, contraction: str) -> tuple[str, str, int]:
         if after is None:
             return skipped, "", position
         word = after.group(1)
-        if word.lower() in _ADVERBS:
+        if word.lower() in _ADVERBS or _is_adverb(word):
             skipped += text[position:after.end()]
             position = after.end()
             continue
         lower = word.lower()
         if lower in _IRREGULAR:
             verb = _IRREGULAR[lower]
-        elif lower in _KEEP or lower.endswith(("ed", "n't")) or not word.isalpha() or word[0].isupper():
+        elif lower in _KEEP or lower in _NOT_VERBS or lower.endswith(("ed", "n't")) or not word.isalpha() \
+                or word[0].isupper():
             verb = word
         else:
             verb = _third_person(word)
         return skipped + text[position:after.start(1)] + verb, "", after.end()
+
+
+def _is_adverb(word: str) -> bool:
+    """"completely", "truly": skipped like "really" (not made "completelies")."""
+    lower = word.lower()
+    return lower.endswith("ly") and len(lower) > 3 and lower not in _LY_VERBS
 
 
 def _third_person(verb: str) -> str:

@@ -72,6 +72,8 @@ def apply(mem: "Memory", result: dict[str, Any]) -> dict[str, Any]:
             added += stored["added"]
             reinforced += stored["reinforced"]
             fact = (stored["added"] + stored["reinforced"])[0]
+            if getattr(draft, "speaker", None):
+                mem.link_speaker(fact, draft.speaker)
             old = mem.store.get_fact(replaces.get(index, ""))
             if old is not None and old.id != fact.id and old.superseded_by is None:
                 mem.supersede(old.id, fact.id)

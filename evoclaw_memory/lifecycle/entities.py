@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar
 from evoclaw_memory import validate
 from evoclaw_memory.errors import NotFoundError, ValidationError
 from evoclaw_memory.limits import CONTEXT_RETRIEVED_MAX_BYTES, ENTITY_CONTEXT_MAX
-from evoclaw_memory.models import Entity, EntityRecord
+from evoclaw_memory.models import Entity, EntityRecord, Fact
 from evoclaw_memory.store.entities import KV_CURSOR, OWNER, EntityKeeper, lookup_keys, norm
 
 if TYPE_CHECKING:
@@ -131,6 +131,16 @@ class EntityGraph:
             linked += len(rows)
             if batch is not None:
                 return linked
+
+    def link_speaker(self, fact: Fact, name: str) -> None:
+        """Link a distilled fact to the person who said it, as its speaker. A stored turn
+        ("Melanie: ...") says so in its text; a distilled one reads "Melanie went ...",
+        which the text alone cannot tell from a fact about Melanie, so distillation says."""
+        row = self.store.conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact.id,)).fetchone()
+        if row is None or not validate.valid(validate.entity_name, name):
+            return
+        keeper = self.entity_keeper
+        keeper.link_fact(keeper.ensure(name, "people", self.clock()), row[0], "speaker", fact.created_at)
 
     def note_entities(self, found: list[dict[str, Any]]) -> None:
         """Entities the LLM distiller named (validated in llm/distill), relations to the

@@ -31,12 +31,14 @@ from evoclaw_memory.limits import TIER_HOT
 from evoclaw_memory.models import PathChoice, RetrievalResult, TreeNode
 from evoclaw_memory.retrieval.navigators import (KeywordNavigator, Navigation, TreeNavigator,
                                                  navigate, path_terms)
-from evoclaw_memory.retrieval.wording import (MAX_EXTRA_TERMS, alias_alternatives, name_ngrams,
-                                              navigator_terms, yield_to_updates)
+from evoclaw_memory.retrieval.wording import (MAX_EXTRA_TERMS, alias_alternatives, alias_closure,
+                                              name_ngrams, navigator_terms, only_asks,
+                                              yield_to_updates)
+from evoclaw_memory.retrieval.crosslang import translations
 from evoclaw_memory.retrieval.entities import EntityHook
 from evoclaw_memory.tiers.scoring import score
 from evoclaw_memory.store.local import LocalStore, fact_from_row
-from evoclaw_memory.text import fts_match_expression, fts_phrase, is_cjk, query_terms
+from evoclaw_memory.text import STEMMED_STOPWORDS, fts_match_expression, fts_phrase, is_cjk, query_terms
 
 __all__ = ["KeywordNavigator", "Navigation", "Retriever", "TreeNavigator"]
 
@@ -55,7 +57,16 @@ TREE_BOOST = 0.2              # × path relevance: a fact under a chosen path ra
 UNKNOWN_WEIGHT = 0.6          # share of its weight a query word no fact holds still counts
 ALIAS_CREDIT = 0.8            # a stated alias of a query word counts this much of the word
 TERM_CREDIT = 0.5             # a navigator's search term counts this much of a query word
+TRANSLATION_CREDIT = 0.7      # a word-list translation (other script) counts this much of it
 BM25_K1, BM25_B = 1.2, 0.5    # k1 as FTS5; b lower: short facts, length says little
+FEEDBACK_RELEVANCE = 0.5      # the first result holds this share of the query's weight ...
+FEEDBACK_MARGIN = 1.3         # ... and outranks the second this much: then feedback runs
+FEEDBACK_TERMS = 3            # words it adds (the first result's rarest)
+FEEDBACK_LOOKUPS = 12         # words of the first result whose counts are looked up
+FEEDBACK_MAX_DF = RANK_BUDGET // 4   # a feedback word held by more says little
+FEEDBACK_CREDIT = 0.3         # × a query word's bm25 credit
+FEEDBACK_CEILING = 0.999      # × the source's rank: the most a fact ranked up by it reaches
+QUESTION_FACTOR = 0.6         # × rank of a fact that only asks ("What do you play?")
 UPDATE_POOL = 20              # how many of the best candidates are compared for updates
 DF_REFRESH = 0.05             # cached counts of common words are kept until the index grows 5%
 
@@ -76,11 +87,12 @@ _CORPORA: "weakref.WeakKeyDictionary[LocalStore, _Corpus]" = weakref.WeakKeyDict
 class _Candidate:
     """A fact row being ranked: row = (rowid, *fact columns, index body, pinned)."""
 
-    __slots__ = ("row", "body", "category", "created_at", "rank", "relevance", "choice")
+    __slots__ = ("row", "body", "words", "category", "created_at", "rank", "relevance", "choice")
 
     def __init__(self, row: tuple):
         self.row = row
         self.body = row[12].split()          # the index body is pre-tokenised text
+        self.words = frozenset(self.body)    # for the stand-ins' membership tests
         self.category: str = row[3]
         self.created_at: float = row[5]
         self.rank = 0.0
@@ -91,13 +103,20 @@ class _Candidate:
 class _Query:
     """A query's words and what may stand in for them."""
 
-    def __init__(self, terms: list[str], alternatives: dict[str, list[tuple[str, ...]]],
-                 extra: list[str]):
+    def __init__(self, terms: list[str], extra: list[str],
+                 stand_ins: list[tuple[float, dict[str, list[tuple[str, ...]]]]],
+                 words: frozenset[str] = frozenset()):
         self.terms = terms                        # the query's own words
-        self.alternatives = alternatives          # word -> stated aliases (token tuples)
         self.extra = extra                        # a navigator's search terms
-        alias_words = {t for phrases in alternatives.values() for p in phrases for t in p}
-        self.searched = list(dict.fromkeys([*terms, *sorted(alias_words), *extra]))
+        # (credit, word -> phrases standing for it), most trusted first: stated aliases,
+        # translations into the other script.
+        self.stand_ins = [(credit, table) for credit, table in stand_ins if table]
+        self.words = words                        # CJK query bigrams known to be words
+        standing = {t for _, table in self.stand_ins for phrases in table.values() for p in phrases
+                    for t in p}
+        self.searched = list(dict.fromkeys([*terms, *extra, *sorted(standing)]))
+        self.feedback: list[str] = []            # words of a confident first result
+        self.feedback_from = -1                  # ... and its rowid
 
 
 class Retriever:
@@ -138,8 +157,12 @@ class Retriever:
             return []                       # the navigator read the tree: nothing there
         understood = method != self.fallback.method
         choices = nav.choices
-        q = _Query(terms, alias_alternatives(self.store.aliases_of(name_ngrams(query)), terms),
-                   navigator_terms(nav.terms, terms)[:MAX_EXTRA_TERMS])
+        aliases = alias_closure(self.store.aliases_of, name_ngrams(query))
+        translated = translations(query, terms)
+        q = _Query(terms, navigator_terms(nav.terms, terms)[:MAX_EXTRA_TERMS],
+                   [(ALIAS_CREDIT, alias_alternatives(aliases, terms)),
+                    (TRANSLATION_CREDIT, translated)],
+                   frozenset(translated))
         rows, avg_len = self.store.corpus_stats()
         df = self._frequencies(q.searched, rows)
         known = sorted((t for t in q.searched if df.get(t)), key=lambda t: (df[t], t))
@@ -150,14 +173,38 @@ class Retriever:
         rowids = list(dict.fromkeys(rowids + entities.candidates()))
         if not rowids:
             return []
-        candidates = [_Candidate(r) for r in self.store.live_rows_with_bodies(rowids)]
-        self._score(candidates, q, df, rows, avg_len, choices, understood, now)
-        boost = entities.boost([c.row[0] for c in candidates])
-        for c in candidates:
-            c.rank *= boost.get(c.row[0], 1.0)
-        candidates = [c for c in candidates if c.relevance >= self.min_relevance]
-        candidates.sort(key=_order)
-        yield_to_updates(candidates[:UPDATE_POOL], set(q.searched),
+        pool = [_Candidate(r) for r in self.store.live_rows_with_bodies(rowids)]
+
+        boost: dict[int, float] = {}
+        asked: set[int] = set()             # rowids whose entity boost is known
+
+        def rank() -> list[_Candidate]:
+            self._score(pool, q, df, rows, avg_len, choices, understood, now)
+            fresh = [c.row[0] for c in pool if c.row[0] not in asked]
+            boost.update(entities.boost(fresh))
+            asked.update(fresh)
+            for c in pool:
+                c.rank *= boost.get(c.row[0], 1.0)
+            source = next((c for c in pool if c.row[0] == q.feedback_from), None)
+            if source is not None:
+                # Feedback reorders what follows its source, never overtakes it: the source
+                # was confidently first, and the words it lends are its own.
+                for c in pool:
+                    if c is not source:
+                        c.rank = min(c.rank, source.rank * FEEDBACK_CEILING)
+            return sorted((c for c in pool if c.relevance >= self.min_relevance), key=_order)
+
+        candidates = rank()
+        if not understood and self._feedback(candidates, q, df, rows):
+            # A second round with the confident first result's telling words: the other
+            # turns about the same thing (multi-hop questions) rank up; it adds no relevance,
+            # so nothing that shares no word with the query comes back.
+            seen = {c.row[0] for c in pool}
+            more = [r for r in self.store.match_rowids(_any(q.feedback), limit=RECENT_CANDIDATES)
+                    if r not in seen]
+            pool += [_Candidate(r) for r in self.store.live_rows_with_bodies(more)]
+            candidates = rank()
+        yield_to_updates(candidates[:UPDATE_POOL], set(q.searched) - set(q.feedback),
                          {c.category: path_terms(c.category) for c in candidates[:UPDATE_POOL]})
         candidates.sort(key=_order)
         results = []
@@ -173,6 +220,30 @@ class Retriever:
         return results
 
     # -- steps ---------------------------------------------------------------------------
+
+    def _feedback(self, ranked: list[_Candidate], q: _Query, df: dict[str, int], rows: int) -> bool:
+        """Gated pseudo-relevance feedback (RM3-like, one document): when the first result is
+        confident — it holds at least FEEDBACK_RELEVANCE of the query's weight and outranks the
+        second by FEEDBACK_MARGIN — its rarest words (held by 2 facts or more, a bounded
+        number) join the query, weakly. Ungated, feedback from a wrong first result cost the
+        dev set's paraphrase queries; with a navigator that understood the query (an LLM) its
+        own search terms are the expansion, so it is not done."""
+        if not ranked or ranked[0].relevance < FEEDBACK_RELEVANCE:
+            return False
+        if len(ranked) > 1 and ranked[0].rank < FEEDBACK_MARGIN * ranked[1].rank:
+            return False
+        have = set(q.searched)
+        fresh = [t for t in dict.fromkeys(ranked[0].body) if t not in have and t.isalpha()
+                 and len(t) > 2 and t not in STEMMED_STOPWORDS]
+        counts = self._frequencies(fresh[:FEEDBACK_LOOKUPS], rows)
+        words = sorted((t for t in counts if 2 <= counts[t] <= FEEDBACK_MAX_DF),
+                       key=lambda t: (counts[t], t))[:FEEDBACK_TERMS]
+        if not words:
+            return False
+        df.update(counts)
+        q.feedback, q.feedback_from = words, ranked[0].row[0]
+        q.searched = list(dict.fromkeys([*q.searched, *words]))
+        return True
 
     def _frequencies(self, terms: list[str], rows: int) -> dict[str, int]:
         """Facts holding each term: exact for rare words, cached estimates for common ones."""
@@ -244,9 +315,9 @@ class Retriever:
         # a young agent's few facts still counts a little.
         idf = {t: math.log(1 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
                for t in q.searched}
-        weight = {t: _weight(t, df.get(t, 0), n) for t in q.searched}
+        weight = {t: _weight(t, df.get(t, 0), n, t in q.words) for t in q.searched}
         total_weight = sum(weight[t] for t in q.terms) or 1.0
-        alternatives, extra = q.alternatives, q.extra
+        extra, stand_ins = q.extra, q.stand_ins
         k1, b, avg = BM25_K1, BM25_B, max(avg_len, 1.0)
         for c in candidates:
             body = c.body
@@ -257,19 +328,29 @@ class Retriever:
                 if tf:
                     bm25 += idf[t] * tf * (k1 + 1) / (tf + norm)
                     held += weight[t]
-                elif t in alternatives:
-                    # A stated alias stands for the word ("Lily" for "Chen Li"): credited
-                    # at the rarer of the two weights, a little below the word itself.
-                    phrase = next((p for p in alternatives[t] if all(w in body for w in p)), None)
-                    if phrase is not None:
+                    continue
+                for credit, table in stand_ins:
+                    # A stated alias ("Lily" for "Chen Li"), the word in the other script
+                    # ("地铁" for "metro"): credited at the rarer of the two weights, below the
+                    # word itself.
+                    phrases = table.get(t)
+                    phrase = phrases and next((p for p in phrases if c.words.issuperset(p)), None)
+                    if phrase:
                         a_idf = min(idf[t], min(idf[w] for w in phrase))
-                        bm25 += ALIAS_CREDIT * a_idf * (k1 + 1) / (1 + norm)
-                        held += ALIAS_CREDIT * weight[t]
+                        bm25 += credit * a_idf * (k1 + 1) / (1 + norm)
+                        held += credit * weight[t]
+                        break
             for t in extra:
                 tf = body.count(t)
                 if tf:
                     bm25 += TERM_CREDIT * idf[t] * tf * (k1 + 1) / (tf + norm)
                     held += TERM_CREDIT * weight[t]
+            for t in (q.feedback if c.row[0] != q.feedback_from else ()):
+                # Rank only: feedback words add no relevance. The result they came from keeps
+                # its rank (it holds them all, and would only pull further ahead).
+                tf = body.count(t)
+                if tf:
+                    bm25 += FEEDBACK_CREDIT * idf[t] * tf * (k1 + 1) / (tf + norm)
             c.relevance = min(1.0, held / total_weight)
             row = c.row
             # A pinned fact (the vault) never decays: a year old, it ranks as if fresh.
@@ -286,13 +367,20 @@ class Retriever:
                     c.relevance = max(c.relevance, PATH_RELEVANCE * path_relevance)
                 bm25 *= 1 + TREE_BOOST * path_relevance
             c.rank = bm25 * (0.6 + 0.4 * min(1.0, value / TIER_HOT))
+            if only_asks(row[2]):
+                # A stored question is rarely its own answer, yet it repeats the words of
+                # the question being asked; it stays a candidate, below the statements.
+                c.rank *= QUESTION_FACTOR
 
 
-def _weight(term: str, df: int, n: int) -> float:
-    """How much a query word counts towards relevance (its IDF; less when no fact holds it)."""
+def _weight(term: str, df: int, n: int, word: bool = False) -> float:
+    """How much a query word counts towards relevance (its IDF; less when no fact holds it).
+
+    `word`: the term is known to be a real word (the word list translates it), so a CJK
+    bigram no fact holds is not a mere straddle of two words."""
     if df:
         return math.log(1 + n / (1 + df))
-    if is_cjk(term):
+    if is_cjk(term) and not word:
         # A CJK bigram no fact holds is almost always one that straddles two words: it says
         # nothing about whether the memory knows the answer, so it does not count.
         return 0.0

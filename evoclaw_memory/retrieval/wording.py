@@ -3,7 +3,8 @@ rule that puts an older fact below the newer one that updates it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+import re
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from evoclaw_memory.text import STEMMED_STOPWORDS, query_terms, tokens
 
@@ -15,6 +16,11 @@ UPDATE_MIN_SHARED = 2         # ... and at least this many of them
 UPDATE_MARGIN = 1.6           # an older fact scoring up to this much more still yields
 MAX_NGRAM = 3                 # names of up to three words ("Mary Ann Lee") are looked up
 MAX_EXTRA_TERMS = 12          # expansion terms per query (aliases + a navigator's terms)
+ASK_MIN_WORDS = 3             # sentences shorter than this ("Cool!", "Hey Mel!") say nothing
+
+_SENTENCE = re.compile(r"[^.!?。！？]+[.!?。！？]*")
+# A stored turn's speaker label: "Nate: ", "Mary Ann: ", "陈莉：" (not "Retro decision: ").
+_SPEAKER = re.compile(r"^(?:[A-Z][\w'’-]*(?: [A-Z][\w'’-]*){0,2}|[\u4e00-\u9fff]{2,4})[:：]\s?")
 
 
 def name_ngrams(query: str) -> list[str]:
@@ -28,6 +34,25 @@ def name_ngrams(query: str) -> list[str]:
                 continue
             out.setdefault(" ".join(gram), None)
     return list(out)[:48]
+
+
+def alias_closure(lookup: Callable[[list[str]], dict[str, list[str]]],
+                  names: list[str]) -> dict[str, list[str]]:
+    """name -> its stated aliases, and theirs: one more hop.
+
+    Facts state aliases pairwise ("Chen Li (Lily)" in one, "Chen Li (陈莉)" in another), so
+    the query's "Lily" reaches "陈莉" only through "chen li". One hop more is one more
+    indexed lookup; it stops there (chains of nicknames are rare, and each hop dilutes)."""
+    direct = lookup(names)
+    if not direct:
+        return direct
+    others = sorted({o for found in direct.values() for o in found} - set(direct))
+    second = lookup(others[:48]) if others else {}
+    out: dict[str, list[str]] = {}
+    for name, found in direct.items():
+        merged = list(dict.fromkeys(found + [a for o in found for a in second.get(o, [])]))
+        out[name] = [a for a in merged if a != name]
+    return out
 
 
 def alias_alternatives(aliases: dict[str, list[str]], terms: list[str]) -> dict[str, list[tuple[str, ...]]]:
@@ -60,6 +85,25 @@ def navigator_terms(raw: Iterable[str], terms: list[str]) -> list[str]:
     return out[:MAX_EXTRA_TERMS]
 
 
+def only_asks(text: str) -> bool:
+    """True when every sentence of the text that says something is a question.
+
+    "Melanie: Cool! What type of music do you play?" only asks; "I went to the parade last
+    week. How about you?" tells something first. A speaker's label ("Name: ") is not part of
+    what was said."""
+    if "?" not in text and "？" not in text:
+        return False                      # the common case, one scan
+    said = [s.strip() for s in _SENTENCE.findall(_SPEAKER.sub("", text, count=1))]
+    said = [s for s in said if len(s.split()) >= ASK_MIN_WORDS or (s and not s.isascii())]
+    return bool(said) and all(s.endswith(("?", "？")) for s in said)
+
+
+def _speaker(text: str) -> str:
+    """The speaker's label a stored turn opens with ("Nate: ..."), or ""."""
+    m = _SPEAKER.match(text)
+    return m.group().rstrip(": ：") if m else ""
+
+
 def yield_to_updates(pool: list["_Candidate"], query: set[str],
                      path_words: "dict[str, frozenset[str]]") -> None:
     """Put an older fact just below a newer one in the same category that updates it.
@@ -81,11 +125,14 @@ def yield_to_updates(pool: list["_Candidate"], query: set[str],
         group.sort(key=lambda c: c.created_at)
         drop = path_words.get(category, frozenset()) | STEMMED_STOPWORDS | query
         content = [frozenset(t for t in c.body if t not in drop and not t.isdigit()) for c in group]
+        asks = [only_asks(c.row[2]) for c in group]   # a question updates nothing
+        speakers = [_speaker(c.row[2]) for c in group]
         for i in reversed(range(len(group) - 1)):     # newest first: chains keep their order
             old = group[i]
             for j in range(i + 1, len(group)):
                 new = group[j]
-                if (new.created_at <= old.created_at
+                if (asks[j] or new.created_at <= old.created_at
+                        or (speakers[i] and speakers[j] and speakers[i] != speakers[j])
                         or not new.rank <= old.rank <= UPDATE_MARGIN * new.rank):
                     continue
                 a, b = content[i], content[j]

@@ -1,0 +1,86 @@
+"""English <-> Chinese across scripts, without an LLM: a query word's translations stand for it.
+
+A memory written in two languages holds "陈莉不吃羊肉" and is asked "should I cook lamb for
+Lily?"; "地铁" and "metro" share no token, and the tree can only say which category to look
+in. A general word list (data/crosslang.tsv: the 6,000 most frequent Chinese words with a
+one-word English gloss, derived from CC-CEDICT by scripts/build_crosslang.py, nothing picked
+by hand) maps each side to the other. Used at query time only: no index change, no
+migration, and a fact holding the query's own word never needs it.
+
+- An English query word (already stemmed, as the index holds it) gets the most common Chinese
+  words glossed by it, each as a phrase of its character bigrams (how the index holds them).
+- A Chinese query run is cut into dictionary words by forward maximum matching; each word's
+  English glosses, stemmed, stand for the run's bigram that starts the word.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+from evoclaw_memory.text import STEMMED_STOPWORDS, cjk_bigrams, cjk_runs, is_cjk, stem
+
+ZH_PER_WORD = 1         # Chinese words an English word may stand for (the most common ones)
+MAX_TRANSLATED = 6      # query words translated per query (each adds searched tokens)
+MAX_WORD = 4            # longest Chinese dictionary word, in characters
+
+
+class _Lexicon:
+    def __init__(self) -> None:
+        self.zh_en: dict[str, tuple[str, ...]] = {}
+        self.en_zh: dict[str, list[str]] = {}
+        text = (resources.files(__package__) / "data" / "crosslang.tsv").read_text(encoding="utf-8")
+        for line in text.splitlines():
+            if not line or line.startswith("#"):
+                continue
+            zh, _, en = line.partition("\t")
+            stems = tuple(dict.fromkeys(s for s in map(stem, en.split()) if s not in STEMMED_STOPWORDS))
+            if not stems:
+                continue
+            self.zh_en[zh] = stems
+            for s in stems:                 # the file lists the most common words first
+                have = self.en_zh.setdefault(s, [])
+                if len(have) < ZH_PER_WORD:
+                    have.append(zh)
+
+
+@functools.cache
+def _lexicon() -> _Lexicon:
+    # Read on the first query that needs it (~130 KB, ~15 ms), never at import: most CLI
+    # commands retrieve nothing.
+    return _Lexicon()
+
+
+def chinese_words(text: str) -> list[str]:
+    """The dictionary words of the text's Chinese runs, longest match first, left to right."""
+    known = _lexicon().zh_en
+    out: list[str] = []
+    for run in cjk_runs(text):
+        i = 0
+        while i < len(run) - 1:
+            for n in range(min(MAX_WORD, len(run) - i), 1, -1):
+                if run[i:i + n] in known:
+                    out.append(run[i:i + n])
+                    i += n
+                    break
+            else:
+                i += 1
+    return out
+
+
+def translations(query: str, terms: list[str]) -> dict[str, list[tuple[str, ...]]]:
+    """query term -> phrases (token tuples) in the other script that stand for it."""
+    lex = _lexicon()
+    wanted = set(terms)
+    out: dict[str, list[tuple[str, ...]]] = {}
+    for word in chinese_words(query):
+        head = word[:2]                     # the bigram the query's tokens hold for it
+        if head in wanted and lex.zh_en.get(word):
+            out.setdefault(head, []).extend((s,) for s in lex.zh_en[word] if s not in wanted)
+    for term in terms:
+        if not is_cjk(term) and term.isalpha():
+            phrases = [tuple(cjk_bigrams(zh)) for zh in lex.en_zh.get(term, ())]
+            if phrases:
+                out.setdefault(term, []).extend(phrases)
+    kept = [t for t in terms if out.get(t)][:MAX_TRANSLATED]
+    return {t: out[t] for t in kept}
