@@ -53,3 +53,17 @@ def test_finding_names_compiles_no_keyword_index():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "0"
+
+
+def test_is_cjk_without_its_pattern_answers_as_the_pattern():
+    """text.is_cjk checks the CJK ranges by number (the pattern costs ~1 ms to compile in
+    every process): the same answer for every character of the BMP and for mixed tokens."""
+    import re
+
+    from evoclaw_memory.text import _CJK, is_cjk
+    pattern = re.compile(f"[{_CJK}]+")
+    chars = [chr(c) for c in range(0x20, 0x10000) if not 0xD800 <= c <= 0xDFFF]
+    for ch in chars:
+        assert is_cjk(ch) == bool(pattern.fullmatch(ch)), hex(ord(ch))
+    for token in ("", "陈莉", "陈a", "カタカナ", "한국어", "ｶﾀ", "abc", "中文。", "ー"):
+        assert is_cjk(token) == bool(pattern.fullmatch(token)), token

@@ -73,13 +73,14 @@ def _lexicon() -> _Lexicon:
 def _glossed_by(term: str) -> list[str]:
     """`_lexicon().en_zh.get(term, [])` without building the index: the same words, from
     the only lines that can hold `term`. stem() keeps a prefix of its word and adds at most
-    one letter (allergies -> allerg+y), so a word that stems to `term` starts with
-    term[:-1]: the lines are found by that substring after a tab or a space, in file order."""
+    a "y" (allergies, allergic -> allerg+y; tried -> tr+y), so a word that stems to `term`
+    starts with `term` (without a final y): the lines are found by that substring after a
+    tab or a space, in file order."""
     if _lexicon.cache_info().currsize:
         return _lexicon().en_zh.get(term, [])
     if term in STEMMED_STOPWORDS:
         return []                   # the index leaves stopwords out
-    text, head = _text(), term[:-1]
+    text, head = _text(), term[:-1] if term.endswith("y") else term
     starts: set[int] = set()
     for sep in ("\t", " "):
         at = text.find(sep + head)
