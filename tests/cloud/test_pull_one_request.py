@@ -106,3 +106,26 @@ def test_a_node_the_cloud_state_lacks_goes_with_the_next_sync(fresh_db, tmp_path
         writer, cloud = _cloud_tree(url, token)
         assert writer == device_id(b.store) and cloud.get("garden/roses") == 1
         assert b.store.outbox_depth() == 0
+
+
+def test_a_node_the_returned_cloud_state_lacks_is_pushed_by_the_merge(fresh_db, tmp_path):
+    url, token = fresh_db
+    with _open(tmp_path, "b", url, token) as b:
+        b.remember("The boiler service is in March", category="home")
+        b.sync()
+        version = b.sync_status()["remote_version"]
+        now = time.time()
+        rose = Fact(id="f-rose-2", text="The roses need feeding in April", category="garden/roses",
+                    importance=0.6, created_at=now, last_access=now)
+        with _raw(url, token) as raw:
+            state = raw.pull_state(AGENT)
+            assert state is not None and state.state is not None
+            # A writer whose state (a newer version) does not hold the fact's category.
+            result = raw.push(AGENT, "dev-other", "other", [rose], state.state, version, 0)
+            assert result.state_pushed
+        report = b.sync()
+        assert report.pulled_facts == 1 and report.merged
+        assert report.requests == 2                # the merge pushes the node, as merges do
+        writer, cloud = _cloud_tree(url, token)
+        assert writer == device_id(b.store) and cloud.get("garden/roses") == 1
+        assert b.store.outbox_depth() == 0 and b.sync().requests == 1
