@@ -27,13 +27,18 @@ class OutboxMixin:
                           "ON CONFLICT(kind, ref) DO UPDATE SET version = version + 1",
                           (fact_id, now))
 
-    def enqueue_change(self, fact_id: str, now: float) -> None:
+    def enqueue_change(self, fact_id: str, now: float, part: Optional[str] = "content") -> None:
         """Queue a change of a stored fact (content, flags, supersession, category) for the
         cloud and the owner's other devices: its changed_at moves on first. Never backwards,
         and past the version this device holds (maybe another device's, from a clock ahead
         of ours), so a change made after seeing a version always wins over that version."""
         self.conn.execute("UPDATE facts SET changed_at = max(?, changed_at + 0.001) WHERE id = ?",
                           (now, fact_id))
+        # The changed part's own clock moves with it ("content" or "flags"); None for a merge
+        # of two devices' versions, whose parts keep the clocks they came with.
+        if part is not None:
+            column = {"content": "content_changed_at", "flags": "flags_changed_at"}[part]
+            self.conn.execute(f"UPDATE facts SET {column} = changed_at WHERE id = ?", (fact_id,))
         self.enqueue_fact(fact_id, now)
 
     def enqueue_state(self, now: float, counts_only: bool = False) -> None:
