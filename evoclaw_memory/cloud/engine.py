@@ -19,6 +19,7 @@ from evoclaw_memory.errors import (AuthError, ConflictError, DeviceRevoked, Evoc
                       Unavailable, ValidationError)
 from evoclaw_memory.models import Fact
 from evoclaw_memory.store.local import LocalStore
+from evoclaw_memory.store.outbox import KV_STATE_OWED
 from evoclaw_memory.cloud.codec import CriticalState
 from evoclaw_memory.cloud.remote import Remote
 
@@ -245,6 +246,9 @@ class SyncEngine:
                 self.store.clear_rejected("fact", [ref for _, ref, _ in fact_entries])
                 if result.state_pushed and state_entry is not None:
                     self.store.ack_sent([state_entry])   # a newer change has a newer seq
+                if result.state_pushed:
+                    # The tree it carried holds every node an earlier pull owed the cloud.
+                    self.store.conn.execute("DELETE FROM kv WHERE key = ?", (KV_STATE_OWED,))
                 self.store.set_setting(KV_REMOTE_VERSION, str(result.version))
                 if result.state_pushed or result.version != expected:
                     # Kept while the version stands still, so that verify() can tell the
@@ -263,12 +267,15 @@ class SyncEngine:
             report.pushed_facts += result.facts
             report.state_pushed = report.state_pushed or result.state_pushed
             report.remote_version = result.version
-            if pulled:
-                report.pulled_facts += self.local.insert_pulled(pulled)
-            if changed and hasattr(self.local, "apply_changes"):
-                report.changed += self.local.apply_changes(changed)
-            if result.tombstones and hasattr(self.local, "apply_tombstones"):
-                report.forgotten += self.local.apply_tombstones([i for _, i in result.tombstones])
+            # What the pull does to the tree queues no push of the state (one request per
+            # sync): see LocalStore.state_deferred and README "Changes on several devices".
+            with self.store.state_deferred():
+                if pulled:
+                    report.pulled_facts += self.local.insert_pulled(pulled)
+                if changed and hasattr(self.local, "apply_changes"):
+                    report.changed += self.local.apply_changes(changed)
+                if result.tombstones and hasattr(self.local, "apply_tombstones"):
+                    report.forgotten += self.local.apply_tombstones([i for _, i in result.tombstones])
             if result.remote is not None and result.remote.state is not None:
                 # Another device wrote a newer state (or won the race): merge, then push the
                 # merge if it differs from theirs, against their version.
@@ -276,7 +283,12 @@ class SyncEngine:
                 report.merged = True
                 with self.store.transaction():
                     self.store.set_setting(KV_REMOTE_VERSION, str(result.remote.version))
-                needs_push = self.local.adopt_remote_state(result.remote.state)
+                # Nodes their tree adds to ours need no push back; needs_push tells whether
+                # ours now holds anything theirs lacks (a node a pull added included).
+                with self.store.state_deferred():
+                    needs_push = self.local.adopt_remote_state(result.remote.state)
+                with self.store.transaction():
+                    self.store.conn.execute("DELETE FROM kv WHERE key = ?", (KV_STATE_OWED,))
                 if needs_push:
                     with self.store.transaction():
                         self.store.enqueue_state(time.time())
@@ -302,6 +314,13 @@ class SyncEngine:
             if not (fact_entries or forgets or revives) and state_entry is None \
                     and resync is None and not more_pull:
                 break
+        if self.store.get_setting(KV_STATE_OWED):
+            # A pull added a node while the cloud's state did not move (its pusher sent no
+            # state): whether that state holds the node is unknown, so ours goes with the
+            # next sync's request (not another one now).
+            with self.store.transaction():
+                self.store.enqueue_state(time.time())
+                self.store.conn.execute("DELETE FROM kv WHERE key = ?", (KV_STATE_OWED,))
         report.outbox_depth = self.store.outbox_depth()
         report.seconds = round(time.perf_counter() - started, 4)
         return report
