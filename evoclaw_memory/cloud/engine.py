@@ -240,9 +240,6 @@ class SyncEngine:
                 change_after = max([change_after] + [q for q, _ in result.unreadable_changes])
             with self.store.transaction():
                 self.store.ack_sent([(seq, ver) for seq, _, ver in fact_entries + forgets + revives])
-                if result.tombstones:
-                    self.store.set_setting(KV_TOMBSTONE_CURSOR,
-                                           str(max(r for r, _ in result.tombstones)))
                 self.store.clear_rejected("fact", [ref for _, ref, _ in fact_entries])
                 if result.state_pushed and state_entry is not None:
                     self.store.ack_sent([state_entry])   # a newer change has a newer seq
@@ -254,9 +251,6 @@ class SyncEngine:
                     # Kept while the version stands still, so that verify() can tell the
                     # state we acknowledged from another one under the same version number.
                     self.store.set_setting(KV_STATE_NONCE, result.nonce or "")
-                self.store.set_setting(KV_PULL_CURSOR, str(cursor_after))
-                if change_after != change_cursor:
-                    self.store.set_setting(KV_CHANGE_CURSOR, str(change_after))
                 self.store.set_setting(KV_LAST_PUSH, repr(time.time()))
                 if resync is not None and resync_at is not None:
                     # The resync page moves on only now that the cloud has committed it.
@@ -269,13 +263,22 @@ class SyncEngine:
             report.remote_version = result.version
             # What the pull does to the tree queues no push of the state (one request per
             # sync): see LocalStore.state_deferred and README "Changes on several devices".
-            with self.store.state_deferred():
+            # The pull cursors move in the SAME transaction as what they pulled is stored: a
+            # crash (or an error) in between would otherwise skip those rows for good on this
+            # device. If applying fails, nothing moves and the next sync pulls them again.
+            with self.store.transaction(), self.store.state_deferred():
                 if pulled:
                     report.pulled_facts += self.local.insert_pulled(pulled)
                 if changed and hasattr(self.local, "apply_changes"):
                     report.changed += self.local.apply_changes(changed)
                 if result.tombstones and hasattr(self.local, "apply_tombstones"):
                     report.forgotten += self.local.apply_tombstones([i for _, i in result.tombstones])
+                if result.tombstones:
+                    self.store.set_setting(KV_TOMBSTONE_CURSOR,
+                                           str(max(r for r, _ in result.tombstones)))
+                self.store.set_setting(KV_PULL_CURSOR, str(cursor_after))
+                if change_after != change_cursor:
+                    self.store.set_setting(KV_CHANGE_CURSOR, str(change_after))
             if result.remote is not None and result.remote.state is not None:
                 # Another device wrote a newer state (or won the race): merge, then push the
                 # merge if it differs from theirs, against their version.
