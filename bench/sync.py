@@ -17,6 +17,7 @@ from evoclaw_memory.cloud.sql import Stmt
 
 from .data import Generator, build_tree
 from .paths import run_paths
+from .pulls import run_pulls
 from .util import (AreaResult, Cloud, Workspace, human_bytes, log, median, memory, p50_p95,
                    stats, verdict)
 
@@ -39,6 +40,7 @@ def run(ws: Workspace) -> AreaResult:
         sealed.finish()
         res = plain.report(res, rounds)
         run_paths(ws, cloud, res)          # the paths users take (bench/paths.py)
+        run_pulls(ws, cloud, res)          # two devices of one agent (bench/pulls.py)
     enc = sealed.report(AreaResult("sync-encrypted", TITLE), rounds)
     plain_p95, enc_p95 = res.data["push"]["p95"], enc.data["push"]["p95"]
     plain_p50, enc_p50 = res.data["push"]["p50"], enc.data["push"]["p50"]

@@ -51,6 +51,10 @@ class Fact(msgspec.Struct, omit_defaults=True):
     pinned: bool = False        # in the vault: never decays, never leaves the device
     private: bool = False       # the owner's only: never in a shared session's context
     changed_at: float = 0.0     # last change of content or flags (0: never); the sync's LWW clock
+    # The two parts' own clocks (0: never): content (text, category, importance, metadata,
+    # supersession) and flags (pinned, private) merge apart, each by its later change.
+    content_changed_at: float = 0.0
+    flags_changed_at: float = 0.0
     speaker: Optional[str] = None   # who said it (FactDraft.speaker), kept so a restored or
                                     # pulling device links the fact to its speaker again
 

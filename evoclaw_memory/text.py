@@ -21,9 +21,24 @@ except ImportError:     # pragma: no cover - a Python built without it
 # CJK ideographs, kana, hangul, fullwidth forms: scripts written without spaces.
 _CJK = (r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
         r"\uff66-\uff9f")
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_WORD = re.compile(rf"[^\W_]+|[{_CJK}]+", re.UNICODE)
 _SPACES = re.compile(r"\s+")
+_CJK_RANGES = ((0x3040, 0x30ff), (0x3400, 0x4dbf), (0x4e00, 0x9fff), (0xf900, 0xfaff),
+               (0xac00, 0xd7af), (0xff66, 0xff9f))      # the ranges of _CJK, as numbers
+
+
+class _ScriptPatterns:
+    """The two patterns over the CJK ranges, compiled on first use (~2 ms, which every CLI
+    process paid at import): only a text that is not plain ASCII needs them."""
+
+    def __init__(self) -> None:
+        self.cjk_run = re.compile(f"[{_CJK}]+")
+        self.word = re.compile(rf"[^\W_]+|[{_CJK}]+", re.UNICODE)
+
+
+@functools.cache
+def _scripts() -> _ScriptPatterns:
+    return _ScriptPatterns()
+
 
 # Words too common to say anything about relevance (English; CJK bigrams need none).
 STOPWORDS = frozenset("""
@@ -41,12 +56,15 @@ tell remind know remember recall what's whats please again also get got
 
 def is_cjk(token: str) -> bool:
     """True when the token is written in a script without spaces."""
-    return bool(_CJK_RUN.fullmatch(token))
+    if token.isascii():
+        return False            # no CJK character is ASCII
+    # The ranges of _CJK, checked without the pattern (compiling it costs ~1 ms a process).
+    return all(any(low <= ord(ch) <= high for low, high in _CJK_RANGES) for ch in token)
 
 
 def cjk_runs(text: str) -> list[str]:
     """The runs of CJK characters in a text, in order."""
-    return _CJK_RUN.findall(text)
+    return [] if text.isascii() else _scripts().cjk_run.findall(text)
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -127,7 +145,7 @@ def _tokens(text: str) -> tuple[str, ...]:
         return tuple(map(_ascii_word_token, words))
     out: list[str] = []
     word_tokens = _word_tokens
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text).lower()):
+    for word in _scripts().word.findall(unicodedata.normalize("NFKC", text).lower()):
         out.extend(word_tokens(word))
     return tuple(out)
 
@@ -144,10 +162,11 @@ def _word_tokens(word: str) -> tuple[str, ...]:
         return tuple(cjk_bigrams(word))
     out = []
     # A word glued to CJK characters (e.g. "用vim写") splits at the script boundary.
-    for part in _CJK_RUN.split(word):
+    cjk_run = _scripts().cjk_run
+    for part in cjk_run.split(word):
         if part:
             out.append(stem(part))
-    for run in _CJK_RUN.findall(word):
+    for run in cjk_run.findall(word):
         out.extend(cjk_bigrams(run))
     return tuple(out)
 
@@ -224,7 +243,8 @@ _RELATIONS = ("wife husband partner girlfriend boyfriend fiance fiancee son daug
 
 class _AliasPatterns:
     """The alias regexes, compiled on first use: compiling them costs ~10 ms, which every
-    CLI process paid at import although only writes and alias-bearing texts need them."""
+    CLI process paid at import although only writes and alias-bearing texts need them (and
+    only the `hint`, compiled alone, is needed to tell that a text has none)."""
 
     def __init__(self) -> None:
         self.paren = re.compile(rf"\b({_NAME})\s*[(（]\s*({_NAME}|[{_CJK}]{{2,6}})\s*[)）]")
@@ -236,8 +256,6 @@ class _AliasPatterns:
         self.relation = re.compile(rf"(?:\b(?:[Mm]y|[Oo]ur|{_NAME}'s)\s+|(?:^|(?<=[.;!?]\s)))"
                                    rf"((?i:{'|'.join(_RELATIONS)}))"
                                    rf"(?:,\s*|\s+(?:is\s+|called\s+|named\s+)?)({_NAME})\b")
-        self.hint = re.compile(r"[(（]|called|goes by|known as|nicknamed|aka|a\.k\.a|"
-                               rf"\b(?:{'|'.join(_RELATIONS)})\b", re.IGNORECASE)
 
 
 @functools.cache
@@ -245,14 +263,21 @@ def _alias_patterns() -> _AliasPatterns:
     return _AliasPatterns()
 
 
+@functools.cache
+def _alias_hint() -> re.Pattern[str]:
+    """What every alias pattern needs somewhere in the text (a cheap first test)."""
+    return re.compile(r"[(（]|called|goes by|known as|nicknamed|aka|a\.k\.a|"
+                      rf"\b(?:{'|'.join(_RELATIONS)})\b", re.IGNORECASE)
+
+
 MAX_ALIASES_PER_TEXT = 8
 
 
 def alias_pairs(text: str) -> list[tuple[str, str]]:
     """(name, alias) pairs a text states, as search-token strings ("chen li", "lily")."""
-    pat = _alias_patterns()
-    if not pat.hint.search(text):
+    if not _alias_hint().search(text):
         return []                         # the common case: no pattern can match
+    pat = _alias_patterns()
     out: dict[tuple[str, str], None] = {}
     found = pat.paren.findall(text) + pat.relation.findall(text)
     for m in pat.known_as.finditer(text):

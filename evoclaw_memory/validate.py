@@ -9,8 +9,9 @@ anything is written, with one clear ValidationError.
 
 from __future__ import annotations
 
+# `json` is imported in the functions that use it: a CLI run of store/retrieve/context/hot
+# starts without it (start-up time, one process per agent turn).
 import functools
-import json
 import math
 import re
 import unicodedata
@@ -160,6 +161,7 @@ def _no_constant(token: str) -> Any:
 
 def loads_json(name: str, raw: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
     """Parse JSON text strictly: no NaN/Infinity, at most `max_depth` levels, valid text."""
+    import json
     text(name, raw)
     try:
         value = json.loads(raw, parse_constant=_no_constant)
@@ -364,6 +366,7 @@ def _list_item_type(annotation: Any) -> Any:
 
 def decode_salvaging(data: str, typ: Any) -> tuple[Any, int]:
     """JSON text -> `typ` with `salvage` (NaN/Infinity literals read as null, then dropped)."""
+    import json
     try:
         raw = json.loads(data, parse_constant=lambda _token: None)
     except (ValueError, RecursionError) as exc:

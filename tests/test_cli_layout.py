@@ -1,6 +1,8 @@
-"""The CLI's layout rule: one shared helper module (`cli.common`) that imports no other cli
-module, command modules that import only `cli.common` (never each other), and `cli.main`
-that imports the command modules to register them; so there is no import circle."""
+"""The CLI's layout rule: one shared helper module (`cli.common`) that imports only the
+click-free `cli.plain` (which imports no cli module), command modules that import only
+`cli.common` (never each other), `cli.root` (the click group) that imports the command
+modules to register them, `cli.fast` (the click-free per-turn path) that imports only
+`cli.plain`, and `cli.main` over fast and root; so there is no import circle."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ import evoclaw_memory.cli
 CLI_DIR = Path(evoclaw_memory.cli.__file__).parent
 PACKAGE = "evoclaw_memory.cli"
 SHARED = "common"
+PLAIN = "plain"
 # The modules that are neither the helpers nor a command module.
-NOT_COMMANDS = {"__init__", "__main__", "main", SHARED}
+NOT_COMMANDS = {"__init__", "__main__", "main", "root", "fast", PLAIN, SHARED}
 LINE_LIMIT = 600
 
 
@@ -48,8 +51,13 @@ def test_there_are_command_modules():
     assert {"facts", "tree", "cloud", "agent"} <= command_modules()
 
 
-def test_common_imports_no_other_cli_module():
-    assert cli_imports(modules()[SHARED]) == set()
+def test_common_imports_only_plain_and_plain_no_cli_module():
+    assert cli_imports(modules()[SHARED]) == {PLAIN}
+    assert cli_imports(modules()[PLAIN]) == set()
+
+
+def test_the_fast_path_imports_only_plain():
+    assert cli_imports(modules()["fast"]) == {PLAIN}
 
 
 def test_each_command_module_imports_common_and_nothing_else_of_the_cli():
@@ -59,7 +67,8 @@ def test_each_command_module_imports_common_and_nothing_else_of_the_cli():
 
 def test_main_imports_only_common_and_maps_every_command_module():
     from evoclaw_memory.cli.main import LAZY_COMMANDS
-    assert cli_imports(modules()["main"]) == {SHARED}
+    assert cli_imports(modules()["main"]) == {"fast", PLAIN, "root"}
+    assert cli_imports(modules()["root"]) == {SHARED}
     assert {target.split(":")[0] for target in LAZY_COMMANDS.values()} == command_modules()
 
 
@@ -71,7 +80,8 @@ def test_running_one_command_imports_only_its_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert eval(out) == ["evoclaw_memory.cli.common", "evoclaw_memory.cli.facts",
-                         "evoclaw_memory.cli.main"]
+                         "evoclaw_memory.cli.fast", "evoclaw_memory.cli.main",
+                         "evoclaw_memory.cli.plain", "evoclaw_memory.cli.root"]
 
 
 def test_package_init_only_re_exports_main():

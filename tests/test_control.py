@@ -154,6 +154,46 @@ def test_export_import_round_trip_byte_for_byte(mem, tmp_path):
         assert again.import_jsonl(io.StringIO(first))["forgotten"] == 1
 
 
+def test_export_carries_changed_at_and_an_older_export_still_imports(mem, tmp_path):
+    kept = mem.remember("The boiler service is in March", category="home")
+    edited = mem.remember("The car insurance renews in June", category="home")
+    mem.edit(edited.id, text="The car insurance renews in July")
+    mem.pin(kept.id)
+    times = {f.id: f.changed_at for f in mem.facts()}
+    assert all(t > 0 for t in times.values())
+    flag_times = {f.id: f.flags_changed_at for f in mem.facts()}
+    assert flag_times[kept.id] == times[kept.id] and flag_times[edited.id] == 0
+    first = _export(mem)
+    lines = [json.loads(line) for line in first.splitlines()]
+    exported = {d["id"]: d["changed_at"] for d in lines if d["type"] == "fact"}
+    assert exported == times
+    # Every field name of the format is still there (they are a contract).
+    fact_line = next(d for d in lines if d["type"] == "fact")
+    assert set(fact_line) == {"type", "id", "text", "category", "importance", "created_at",
+                              "last_access", "access_count", "metadata", "source", "tier",
+                              "superseded_by", "versions", "pinned", "private", "changed_at",
+                              "content_changed_at", "flags_changed_at"}
+    with Memory.open("sam", home=tmp_path / "fresh") as fresh:
+        fresh.import_jsonl(io.StringIO(first))
+        assert {f.id: f.changed_at for f in fresh.facts()} == times
+        assert {f.id: f.flags_changed_at for f in fresh.facts()} == flag_times
+        assert _export(fresh) == first
+    # An export written before changed_at existed: the facts arrive as never changed.
+    older = "\n".join(json.dumps({k: v for k, v in d.items()
+                                   if k not in ("changed_at", "content_changed_at",
+                                                "flags_changed_at")},
+                                  ensure_ascii=False) for d in lines)
+    with Memory.open("sam", home=tmp_path / "older") as old:
+        assert old.import_jsonl(io.StringIO(older))["facts"] == 2
+        assert {f.id: f.changed_at for f in old.facts()} == {i: 0.0 for i in times}
+        assert old.get(kept.id).pinned
+    with Memory.open("sam", home=tmp_path / "bad") as bad:
+        broken = first.replace(f'"changed_at":{json.dumps(times[kept.id])}', '"changed_at":-5')
+        assert broken != first
+        with pytest.raises(ValidationError, match="changed_at"):
+            bad.import_jsonl(io.StringIO(broken))
+
+
 facts_strategy = st.lists(st.tuples(
     st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=60)
     .filter(lambda t: t.strip()),

@@ -103,3 +103,21 @@ def test_an_llm_navigators_english_terms_reach_the_index_for_a_chinese_query(hom
         hits = mem.retrieve("谁给狗看病？")
         assert fake.calls == 1
         assert vet.id in [h.fact.id for h in hits]
+
+
+def test_an_english_word_is_looked_up_without_building_the_index():
+    """_glossed_by reads only the lines that can gloss a word (a CLI retrieve is a fresh
+    process and indexing the list costs ~15 ms): it must answer exactly what the index
+    answers, for every word the index holds and for words it does not."""
+    from evoclaw_memory.text import stem
+    full = crosslang._Lexicon().en_zh
+    crosslang._lexicon.cache_clear()
+    others = ["allergies", "lamb", "metro", "zzzq", "the", "x", "running", "beagles", "sheep"]
+    words = sorted(full) + [stem(w) for w in others]
+    assert len(full) > 5000
+    for word in words:
+        assert crosslang._glossed_by(word) == full.get(word, []), word
+    assert crosslang._lexicon.cache_info().currsize == 0        # it never built the index
+    q = "should I cook lamb for Lily?"
+    assert crosslang.translations(q, query_terms(q))           # and translations use it
+    assert crosslang._lexicon.cache_info().currsize == 0

@@ -86,8 +86,9 @@ def test_a_speaker_is_a_short_single_line_name():
 
 def test_a_pulled_row_with_a_bad_speaker_is_refused_with_its_reason():
     from evoclaw_memory.cloud.codec import fact_from_row
-    row = ("f1", "Caroline joined a group", "social", 0.5, 1_700_000_000, 0, "{}", "distill", None, None, 0, 0.0)
-    assert fact_from_row(row).speaker is None                     # a row from before schema 9
+    row = ("f1", "Caroline joined a group", "social", 0.5, 1_700_000_000, 0, "{}", "distill", None, None,
+           0, 0.0, 0.0, 0.0)
+    assert fact_from_row(row).speaker is None                     # a row from before schema 10
     assert fact_from_row((*row, "Caroline")).speaker == "Caroline"
     with pytest.raises(ValidationError, match="speaker"):
         fact_from_row((*row, "Caroline\n" * 20))

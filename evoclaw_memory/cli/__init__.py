@@ -1,5 +1,7 @@
 """The `evoclaw-memory` command line: one module per command group over one shared helper
-module (`common`); `main` is the console entry point (`evoclaw_memory.cli:main`)."""
+module (`common`, and its click-free half `plain`), the root group (`root`), and the
+click-free path of the per-turn commands (`fast`); `main` is the console entry point
+(`evoclaw_memory.cli:main`)."""
 
 from evoclaw_memory.cli.main import main
 

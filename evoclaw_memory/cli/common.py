@@ -2,7 +2,8 @@
 the --agent-id/--json options, opening the config and the memory, the progress bar, output
 (--json or human) and input (argument, --file or stdin).
 
-This module imports no other cli module; every command module imports it (and only it).
+This module imports only `cli.plain` (the click-free half it shares with the fast path of
+the per-turn commands, `cli.fast`); every command module imports it (and only it).
 Start-up time matters (one run per agent turn on a Raspberry Pi), so the library is imported
 lazily inside the functions; only click and the tiny errors module load up front.
 """
@@ -13,72 +14,28 @@ import contextlib
 import datetime as dt
 import os
 import sys
-from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 import click
 
-from evoclaw_memory.errors import EvoclawError
-
-EXIT_INTERNAL = 70          # EX_SOFTWARE
-EXIT_INTERRUPTED = 130
-# Read at most this much from a file or stdin (the library's INPUT_MAX_BYTES, plus one byte
-# so that an oversized input is seen as oversized rather than silently cut).
-_READ_LIMIT = 1_000_000 + 1
-
-
-class State:
-    """Options shared by every command; subcommand flags override the group's."""
-
-    def __init__(self, agent_id: Optional[str] = None, home: Optional[str] = None,
-                 config_path: Optional[str] = None, json: bool = False):
-        self.agent_id = agent_id
-        self.home = home
-        self.config_path = config_path
-        self.json = json
-        self.llm_base_url: Optional[str] = None     # --llm-endpoint (the original's flag)
+from evoclaw_memory.cli import plain
+# Re-exported: the command modules import these from here (their one cli import).
+from evoclaw_memory.cli.plain import (EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE,  # noqa: F401
+                                      State, one_line)
 
 
 # -- errors ----------------------------------------------------------------------------------
-
-def one_line(text: object) -> str:
-    """`text` with every run of whitespace (newlines included) made one space."""
-    return " ".join(str(text).split())
-
-
-EXIT_USAGE = 2              # click's usage error; no library error uses it
-
 
 def _fail(message: str, code: int, name: str = "error",
           as_json: bool = False) -> "click.exceptions.Exit":
     """One line on stderr; with --json also ONE JSON object on stdout, so an agent reading
     stdout always gets a document it can parse, success or not."""
-    from evoclaw_memory.validate import printable
-    line = one_line(message)
-    click.echo(f"error: {printable(line)}", err=True)
-    if as_json:
-        import msgspec
-        click.echo(msgspec.json.encode({"error": line, "code": name, "exit": code}).decode())
-    return click.exceptions.Exit(code)
+    return click.exceptions.Exit(plain.fail(message, code, name, as_json, click.echo))
 
 
 def translate(exc: BaseException, as_json: bool = False) -> "click.exceptions.Exit":
     """Turn an exception raised by a command into one stderr line and an exit status."""
-    if isinstance(exc, KeyboardInterrupt):
-        click.echo("", err=True)
-        if as_json:
-            return _fail("interrupted", EXIT_INTERRUPTED, "interrupted", as_json)
-        return click.exceptions.Exit(EXIT_INTERRUPTED)
-    if isinstance(exc, EvoclawError):
-        return _fail(str(exc) or type(exc).__name__, exc.exit_code, exc.code(), as_json)
-    import sqlite3
-    if isinstance(exc, sqlite3.DatabaseError):
-        # The library wraps what it expects; anything else means a damaged database.
-        from evoclaw_memory.errors import StoreError
-        return _fail(f"database error: {exc}; run `evoclaw-memory doctor`", StoreError.exit_code,
-                     StoreError.code(), as_json)
-    return _fail(f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL, "internal",
-                 as_json)
+    return click.exceptions.Exit(plain.report(exc, as_json, click.echo))
 
 
 def _wants_json(args: list[str]) -> bool:
@@ -204,19 +161,13 @@ def common_options(f: Callable) -> Callable:
 
 def command_config(ctx: click.Context, agent_id: Optional[str] = None):
     """The effective config for this run (of `agent_id` instead, when given)."""
-    from evoclaw_memory.config import load_config
-    st = cli_state(ctx)
-    return load_config(home=st.home, agent_id=agent_id or st.agent_id,
-                       config_path=Path(st.config_path) if st.config_path else None,
-                       llm_base_url=st.llm_base_url)
+    return plain.state_config(cli_state(ctx), agent_id)
 
 
 @contextlib.contextmanager
 def open_memory(ctx: click.Context) -> Iterator[Any]:
     """The agent's `Memory`, open for the duration of the block."""
-    from evoclaw_memory.memory import Memory
-    config = command_config(ctx)
-    with Memory.open(agent_id=config.agent_id, home=config.home, config=config) as mem:
+    with plain.state_memory(cli_state(ctx)) as mem:
         yield mem
 
 
@@ -259,47 +210,13 @@ def progress_bar(ctx: click.Context, label: str) -> Iterator[ProgressBar]:
 
 # -- output ----------------------------------------------------------------------------------
 
-def _builtins(obj: Any) -> Any:
-    """Plain JSON-able data, every Struct field included (omit_defaults would drop some)."""
-    import msgspec
-    if isinstance(obj, msgspec.Struct):
-        return {k: _builtins(v) for k, v in msgspec.structs.asdict(obj).items()}
-    if isinstance(obj, dict):
-        return {str(k): _builtins(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return [_builtins(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, (dt.datetime, dt.date)):
-        return obj.isoformat()
-    return obj
-
-
-class _Printable:
-    """stdout for human output: control characters (an OSC or CSI sequence hidden in a
-    stored fact) are written as visible escapes, never sent to the terminal."""
-
-    def __init__(self, stream: Any):
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        from evoclaw_memory.validate import printable
-        return self._stream.write(printable(text))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
+_builtins = plain.builtins
+_Printable = plain.Printable
 
 
 def emit(ctx: click.Context, data: Any, human: Callable[[], None]) -> None:
     """Print `data` as one JSON document with --json, else run the `human` printer."""
-    if cli_state(ctx).json:
-        import msgspec
-        click.echo(msgspec.json.encode(msgspec.to_builtins(_builtins(data))).decode())
-    else:
-        # Every human printer runs through here, so one wrapper covers them all (JSON
-        # output escapes control characters itself).
-        with contextlib.redirect_stdout(_Printable(sys.stdout)):
-            human()
+    plain.emit(cli_state(ctx), click.echo, data, human)
 
 
 def format_time(ts: Optional[float]) -> str:
@@ -327,10 +244,7 @@ def read_stdin() -> str:
     if stream is None or stream.isatty():
         raise click.UsageError("nothing to read: give the text as an argument or option, "
                                "--file, or pipe it on stdin")
-    binary = getattr(stream, "buffer", None)
-    if binary is None:
-        return stream.read(_READ_LIMIT)
-    return binary.read(_READ_LIMIT).decode("utf-8", errors="replace")
+    return plain.read_piped(stream)
 
 
 def read_file(path: str) -> str:
@@ -339,7 +253,7 @@ def read_file(path: str) -> str:
         return read_stdin()
     try:
         with open(path, "rb") as handle:
-            data = handle.read(_READ_LIMIT)
+            data = handle.read(plain.READ_LIMIT)
     except OSError as exc:
         from evoclaw_memory.errors import ValidationError
         raise ValidationError(f"cannot read {path}: {exc.strerror}") from exc
@@ -353,12 +267,7 @@ def time_option(example: str) -> Callable[[click.Context, click.Parameter, Optio
         if value is None:
             return None
         try:
-            return float(value)
-        except ValueError:
-            pass
-        try:
-            stamp = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            return plain.parse_time(value)
         except ValueError:
             raise click.BadParameter(f"use epoch seconds or ISO 8601, e.g. {example}") from None
-        return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
     return parse

@@ -8,8 +8,9 @@ from typing import Any, Optional
 
 import click
 
-from evoclaw_memory.cli.common import (common_options, emit, fact_line, llm_endpoint_option,
-                                       one_line, open_memory, progress_bar, read_file, require_llm)
+from evoclaw_memory.cli.common import (cli_state, common_options, emit, fact_line,
+                                       llm_endpoint_option, one_line, open_memory, plain,
+                                       progress_bar, read_file, require_llm)
 
 HOT_KEYS = ("identity", "owner_profile", "lesson", "event", "task", "project", "complete_task")
 CONSOLIDATE_MODES = ("quick", "daily", "monthly", "full")
@@ -150,21 +151,8 @@ def hot(ctx: click.Context, update: Optional[tuple], complete_task: Optional[str
     """
     if sum(bool(x) for x in (update, complete_task, rebuild)) > 1:
         raise click.UsageError("use one of --update, --complete-task, --rebuild at a time")
-    with open_memory(ctx) as mem:
-        if update or complete_task:
-            key, value = update if update else ("complete_task", complete_task)
-            state = mem.update_hot(key, value)
-            path = mem.config.memory_md_path
-            emit(ctx, state, lambda: click.echo(f"updated {key}; MEMORY.md rewritten: {path}"))
-            return
-        if rebuild:
-            path = mem.write_memory_md()
-            size = path.stat().st_size
-            emit(ctx, {"path": path, "bytes": size}, lambda: click.echo(str(path)))
-            return
-        state = mem.hot
-        text = mem.render_memory_md()
-    emit(ctx, state, lambda: click.echo(text, nl=False))
+    # The body is shared with the click-free fast path (cli.fast), so the two cannot differ.
+    plain.hot(cli_state(ctx), click.echo, update, complete_task, rebuild)
 
 
 # -- notes, metadata, consolidation ----------------------------------------------------------

@@ -6,9 +6,9 @@ from typing import Any, Optional
 
 import click
 
-from evoclaw_memory.cli.common import (common_options, emit, fact_json, fact_line, format_time,
-                                       llm_endpoint_option, open_memory, read_stdin, require_llm,
-                                       time_option)
+from evoclaw_memory.cli.common import (cli_state, common_options, emit, fact_json, fact_line,
+                                       format_time, llm_endpoint_option, open_memory, plain,
+                                       read_stdin, require_llm, time_option)
 
 
 # --created-at: epoch seconds or an ISO 8601 date/time (UTC when no zone is given).
@@ -39,23 +39,9 @@ def store(ctx: click.Context, text: str, category: str, importance: float, urls:
     """Store a fact in warm memory; prints its id (a duplicate reinforces the existing fact)."""
     if text == "-":
         text = read_stdin()
-    metadata = None
-    if urls or cmds or paths:
-        metadata = {"urls": list(urls), "commands": list(cmds), "paths": list(paths)}
-    with open_memory(ctx) as mem:
-        fact = mem.remember(text, category=category, importance=importance,
-                            created_at=created_at, metadata=metadata, pinned=pinned,
-                            private=private)
-    # A freshly stored fact has never been accessed; a duplicate was just reinforced.
-    status = "reinforced" if fact.access_count > 0 else "stored"
-
-    def human() -> None:
-        click.echo(fact.id)
-        if status == "reinforced":
-            click.echo(f"note: duplicate of an existing fact; reinforced it "
-                       f"(accessed {fact.access_count} times)", err=True)
-
-    emit(ctx, {"id": fact.id, "status": status, "fact": fact}, human)
+    # The body is shared with the click-free fast path (cli.fast), so the two cannot differ.
+    plain.store(cli_state(ctx), click.echo, text, category, importance, urls, cmds, paths,
+                created_at, pinned, private)
 
 
 @click.command()
@@ -75,20 +61,9 @@ def retrieve(ctx: click.Context, query: Optional[str], query_flag: Optional[str]
         raise click.UsageError("give the query once: `retrieve QUERY` or `retrieve --query QUERY`")
     if llm:
         require_llm(ctx)
-    query = query if query is not None else query_flag
-    with open_memory(ctx) as mem:
-        results = mem.retrieve(query, limit=limit)
-    data = [{"id": r.fact.id, "text": r.fact.text, "category": r.fact.category,
-             "method": r.method, "path": r.path, "relevance": r.relevance, "score": r.score,
-             "tier": r.fact.tier} for r in results]
-
-    def human() -> None:
-        if not results:
-            click.echo("no matching memories")
-        for r in results:
-            click.echo(f"{r.relevance:.2f}  {r.method:<12}  {r.path or '-'}  {r.fact.text}")
-
-    emit(ctx, data, human)
+    # Exactly one is given (checked above); `or ""` only tells mypy so.
+    plain.retrieve(cli_state(ctx), click.echo, query if query is not None else query_flag or "",
+                   limit)
 
 
 @click.command()
@@ -101,10 +76,7 @@ def retrieve(ctx: click.Context, query: Optional[str], query_flag: Optional[str]
 @click.pass_context
 def context(ctx: click.Context, query: str, limit: int, audience: str = "owner") -> None:
     """Print what the agent loads: MEMORY.md + the tree + facts retrieved for QUERY."""
-    with open_memory(ctx) as mem:
-        text = mem.context(query, limit=limit, audience=audience)
-    emit(ctx, {"context": text, "bytes": len(text.encode())},
-          lambda: click.echo(text, nl=False))
+    plain.context(cli_state(ctx), click.echo, query, limit, audience)
 
 
 @click.command()

@@ -1,13 +1,16 @@
 """The `evoclaw-memory` command: a thin skin over `Memory` (like sqlite-utils' cli.py).
 
-This module holds only the root group, its global options, the map of every command to the
-module that defines it, and `main()`. The commands live in one module per job (facts,
-conversation, tree, observe, doctor, cloud, agent, control, server, vault, entity); each
-imports only `cli.common`, never another command module.
+This module holds only `main()`; the root group, its global options and the map of every
+command to the module that defines it are in `cli.root` (`cli`, `LazyGroup` and
+`LAZY_COMMANDS` are still importable from here). The commands live in one module per job
+(facts, conversation, tree, observe, doctor, cloud, agent, control, server, vault, entity);
+each imports only `cli.common`, never another command module.
 
 Start-up time matters (one run per agent turn on a Raspberry Pi), so a run imports only the
 module of the command it runs (`--help` imports them all, to list them with their help),
-and the library is imported lazily inside the commands.
+and the library is imported lazily inside the commands. The per-turn commands (store,
+retrieve, context, hot) in their common forms do not even import click: `main()` offers argv
+to `cli.fast` first, which runs them with the same bodies and hands everything else here.
 
 Output is human-readable by default; `--json` prints exactly one JSON document on stdout.
 Errors are one line on stderr (`error: ...`) and a non-zero exit status, never a traceback
@@ -18,82 +21,28 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
+from typing import Any, Optional
 
-import click
-
-from evoclaw_memory.cli.common import EXIT_INTERRUPTED, EvoGroup, State
-
-# Command name -> "module:attribute" in evoclaw_memory.cli; each module lists the same
-# commands in its COMMANDS (tests/test_cli_layout.py checks that the two agree).
-LAZY_COMMANDS = {
-    "store": "facts:store", "retrieve": "facts:retrieve", "context": "facts:context",
-    "get": "facts:get", "supersede": "facts:supersede", "search-url": "facts:search_url",
-    "distill": "conversation:distill", "hot": "conversation:hot",
-    "ingest-daily": "conversation:ingest_daily", "validate": "conversation:validate",
-    "extract-metadata": "conversation:extract_metadata_cmd",
-    "consolidate": "conversation:consolidate",
-    "tree": "tree:tree",
-    "metrics": "observe:metrics", "config": "observe:config_group",
-    "doctor": "doctor:doctor",
-    "sync": "cloud:sync", "sync-critical": "cloud:sync_critical", "restore": "cloud:restore",
-    "cold": "cloud:cold", "devices": "cloud:devices_group", "key": "cloud:key_group",
-    "mcp": "agent:mcp_command", "serve": "agent:serve_command",
-    "import-legacy": "agent:import_legacy_command",
-    "list": "control:list_", "edit": "control:edit", "forget": "control:forget",
-    "history": "control:history", "unsupersede": "control:unsupersede",
-    "export": "control:export", "import": "control:import_",
-    "server": "server:server",
-    "pin": "vault:pin", "unpin": "vault:unpin", "proposals": "vault:proposals",
-    "entity": "entity:entity",
-}
+from evoclaw_memory.cli import fast
+from evoclaw_memory.cli.plain import EXIT_INTERRUPTED
 
 
-class LazyGroup(EvoGroup):
-    """The root group: a command's module is imported when that command is looked up."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(LAZY_COMMANDS) | set(self.commands))
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
-        if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
-            import importlib
-            module, attr = LAZY_COMMANDS[cmd_name].split(":")
-            command = getattr(importlib.import_module(f"evoclaw_memory.cli.{module}"), attr)
-            self.commands[cmd_name] = command
-        return self.commands.get(cmd_name)
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"],
-                                              "max_content_width": 100})
-@click.option("--agent-id", metavar="ID", default=None,
-              help="Agent whose memory to use [default: config / EVOCLAW_AGENT_ID / 'default'].")
-@click.option("--home", metavar="DIR", default=None, type=click.Path(file_okay=False),
-              help="Data folder (overrides EVOCLAW_HOME; default ~/.evoclaw).")
-@click.option("--config", "config_path", metavar="PATH", default=None,
-              type=click.Path(exists=True, dir_okay=False),
-              help="TOML config file [default: <home>/config.toml].")
-@click.option("--json", "json_", is_flag=True, help="Print one JSON document on stdout.")
-@click.version_option(package_name="evoclaw-memory", prog_name="evoclaw-memory")
-@click.pass_context
-def cli(ctx: click.Context, agent_id: Optional[str], home: Optional[str],
-        config_path: Optional[str], json_: bool) -> None:
-    """Tiered long-term memory for AI agents: hot (MEMORY.md), warm (this device), cold
-    (archive).
-
-    \b
-    Examples:
-      evoclaw-memory store --text "Owner prefers tea" --category owner/preferences --importance 0.8
-      evoclaw-memory retrieve "what does the owner drink" --json
-      evoclaw-memory hot --update lesson '{"text": "Test on testnet first", "importance": 0.9}'
-      evoclaw-memory consolidate --mode daily
-    """
-    ctx.obj = State(agent_id=agent_id, home=home, config_path=config_path, json=json_)
+def __getattr__(name: str) -> Any:
+    """`cli`, `LazyGroup`, `LAZY_COMMANDS` from cli.root, loaded (with click) on first use."""
+    if name in ("cli", "LazyGroup", "LAZY_COMMANDS"):
+        from evoclaw_memory.cli import root
+        return getattr(root, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: Optional[list[str]] = None) -> None:
     """Console-script entry point."""
     try:
+        # The common forms of store/retrieve/context/hot run here without click (and exit:
+        # at once when this is the console script's own process); everything else returns
+        # untouched to click.
+        fast.run(list(sys.argv[1:] if argv is None else argv), hard_exit=argv is None)
+        from evoclaw_memory.cli.root import cli
         cli.main(args=argv, prog_name="evoclaw-memory")
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)

@@ -79,8 +79,12 @@ def fact_from_row(row: tuple) -> Fact:
     flags = validate.integer("cloud fact flags", rest[0] or 0, 0, 3) if rest else 0
     # From cloud schema 8 on: the fact's last-writer-wins clock (a time, or 0: never changed).
     changed = validate.timestamp("cloud fact changed_at", rest[1]) if len(rest) > 1 and rest[1] else 0.0
-    # From cloud schema 9 on: who said it (NULL on older rows and on an older release's).
-    speaker = validate.speaker(rest[2]) if len(rest) > 2 else None
+    # From cloud schema 9 on: the content's and the flags' own clocks.
+    content_changed, flags_changed = (
+        validate.timestamp(f"cloud fact {name}", rest[i]) if len(rest) > i and rest[i] else 0.0
+        for i, name in ((2, "content_changed_at"), (3, "flags_changed_at")))
+    # From cloud schema 10 on: who said it (NULL on older rows and on an older release's).
+    speaker = validate.speaker(rest[4]) if len(rest) > 4 else None
     try:
         # Most facts carry no links: skip the decoder for them (a mirror opens 100k rows).
         meta = Metadata() if not metadata or metadata == "{}" else _meta_decoder.decode(metadata)
@@ -103,6 +107,7 @@ def fact_from_row(row: tuple) -> Fact:
                 tier="cold", superseded_by=validate.optional_text("cloud fact superseded_by",
                                                                   superseded_by, max_len=64),
                 pinned=bool(flags & 1), private=bool(flags & 2), changed_at=changed,
+                content_changed_at=content_changed, flags_changed_at=flags_changed,
                 speaker=speaker)
 
 
@@ -128,7 +133,8 @@ class PlainCodec:
         return (fact.id, agent_id, fact.text, fact.category, fact.importance,
                 _whole_seconds(fact.created_at), fact.access_count,
                 _encoder.encode(fact.metadata).decode(), fact.source, fact.last_access,
-                fact.superseded_by, device_id, fact_flags(fact), fact.changed_at, fact.speaker)
+                fact.superseded_by, device_id, fact_flags(fact), fact.changed_at,
+                fact.content_changed_at, fact.flags_changed_at, fact.speaker)
 
     def fact(self, row: tuple) -> Fact:
         return fact_from_row(row)
@@ -175,20 +181,21 @@ class SealedCodec(PlainCodec):
         speaker = None if not fact.speaker else self.ring.seal(fact.speaker, fact.id, "speaker", clear)
         return (fact.id, agent_id, self.ring.seal(fact.text, fact.id, "text", clear), category,
                 importance, created_at, fact.access_count, meta, fact.source,
-                fact.last_access, fact.superseded_by, device_id, flags, fact.changed_at, speaker)
+                fact.last_access, fact.superseded_by, device_id, flags, fact.changed_at,
+                fact.content_changed_at, fact.flags_changed_at, speaker)
 
     def fact(self, row: tuple) -> Fact:
         fid, text, category, importance, created_at, access_count, meta, *rest = row
         token, _, sealed_category = (category or "").partition(" ")
-        # rest: source, last_access, superseded_by, (from cloud schema 7 on) flags, (8)
-        # changed_at, which is not authenticated: it only orders versions (SECURITY.md), and
-        # (9) the speaker, sealed
+        # rest: source, last_access, superseded_by, (from cloud schema 7 on) flags and (8)
+        # changed_at, and (9) content_changed_at and flags_changed_at, which are not
+        # authenticated: they only order versions (SECURITY.md), and (10) the speaker, sealed
         clear = self._clear(importance, created_at, rest[2], token,
                             rest[3] if len(rest) > 3 else 0)
         if meta and meta != "{}":
             meta = self.ring.open(meta, fid, "metadata", clear)
-        if len(rest) > 5 and rest[5]:          # (9) the sealed speaker
-            rest = [*rest[:5], self.ring.open(rest[5], fid, "speaker", clear), *rest[6:]]
+        if len(rest) > 7 and rest[7]:          # (10) the sealed speaker
+            rest = [*rest[:7], self.ring.open(rest[7], fid, "speaker", clear), *rest[8:]]
         return fact_from_row((fid, self.ring.open(text, fid, "text", clear),
                                self.ring.open(sealed_category, fid, "category", clear),
                                importance, created_at, access_count, meta, *rest))

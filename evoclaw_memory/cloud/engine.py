@@ -19,6 +19,7 @@ from evoclaw_memory.errors import (AuthError, ConflictError, DeviceRevoked, Evoc
                       Unavailable, ValidationError)
 from evoclaw_memory.models import Fact
 from evoclaw_memory.store.local import LocalStore
+from evoclaw_memory.store.outbox import KV_STATE_OWED
 from evoclaw_memory.cloud.codec import CriticalState
 from evoclaw_memory.cloud.remote import Remote
 
@@ -239,20 +240,17 @@ class SyncEngine:
                 change_after = max([change_after] + [q for q, _ in result.unreadable_changes])
             with self.store.transaction():
                 self.store.ack_sent([(seq, ver) for seq, _, ver in fact_entries + forgets + revives])
-                if result.tombstones:
-                    self.store.set_setting(KV_TOMBSTONE_CURSOR,
-                                           str(max(r for r, _ in result.tombstones)))
                 self.store.clear_rejected("fact", [ref for _, ref, _ in fact_entries])
                 if result.state_pushed and state_entry is not None:
                     self.store.ack_sent([state_entry])   # a newer change has a newer seq
+                if result.state_pushed:
+                    # The tree it carried holds every node an earlier pull owed the cloud.
+                    self.store.conn.execute("DELETE FROM kv WHERE key = ?", (KV_STATE_OWED,))
                 self.store.set_setting(KV_REMOTE_VERSION, str(result.version))
                 if result.state_pushed or result.version != expected:
                     # Kept while the version stands still, so that verify() can tell the
                     # state we acknowledged from another one under the same version number.
                     self.store.set_setting(KV_STATE_NONCE, result.nonce or "")
-                self.store.set_setting(KV_PULL_CURSOR, str(cursor_after))
-                if change_after != change_cursor:
-                    self.store.set_setting(KV_CHANGE_CURSOR, str(change_after))
                 self.store.set_setting(KV_LAST_PUSH, repr(time.time()))
                 if resync is not None and resync_at is not None:
                     # The resync page moves on only now that the cloud has committed it.
@@ -263,12 +261,24 @@ class SyncEngine:
             report.pushed_facts += result.facts
             report.state_pushed = report.state_pushed or result.state_pushed
             report.remote_version = result.version
-            if pulled:
-                report.pulled_facts += self.local.insert_pulled(pulled)
-            if changed and hasattr(self.local, "apply_changes"):
-                report.changed += self.local.apply_changes(changed)
-            if result.tombstones and hasattr(self.local, "apply_tombstones"):
-                report.forgotten += self.local.apply_tombstones([i for _, i in result.tombstones])
+            # What the pull does to the tree queues no push of the state (one request per
+            # sync): see LocalStore.state_deferred and README "Changes on several devices".
+            # The pull cursors move in the SAME transaction as what they pulled is stored: a
+            # crash (or an error) in between would otherwise skip those rows for good on this
+            # device. If applying fails, nothing moves and the next sync pulls them again.
+            with self.store.transaction(), self.store.state_deferred():
+                if pulled:
+                    report.pulled_facts += self.local.insert_pulled(pulled)
+                if changed and hasattr(self.local, "apply_changes"):
+                    report.changed += self.local.apply_changes(changed)
+                if result.tombstones and hasattr(self.local, "apply_tombstones"):
+                    report.forgotten += self.local.apply_tombstones([i for _, i in result.tombstones])
+                if result.tombstones:
+                    self.store.set_setting(KV_TOMBSTONE_CURSOR,
+                                           str(max(r for r, _ in result.tombstones)))
+                self.store.set_setting(KV_PULL_CURSOR, str(cursor_after))
+                if change_after != change_cursor:
+                    self.store.set_setting(KV_CHANGE_CURSOR, str(change_after))
             if result.remote is not None and result.remote.state is not None:
                 # Another device wrote a newer state (or won the race): merge, then push the
                 # merge if it differs from theirs, against their version.
@@ -276,7 +286,12 @@ class SyncEngine:
                 report.merged = True
                 with self.store.transaction():
                     self.store.set_setting(KV_REMOTE_VERSION, str(result.remote.version))
-                needs_push = self.local.adopt_remote_state(result.remote.state)
+                # Nodes their tree adds to ours need no push back; needs_push tells whether
+                # ours now holds anything theirs lacks (a node a pull added included).
+                with self.store.state_deferred():
+                    needs_push = self.local.adopt_remote_state(result.remote.state)
+                with self.store.transaction():
+                    self.store.conn.execute("DELETE FROM kv WHERE key = ?", (KV_STATE_OWED,))
                 if needs_push:
                     with self.store.transaction():
                         self.store.enqueue_state(time.time())
@@ -302,6 +317,13 @@ class SyncEngine:
             if not (fact_entries or forgets or revives) and state_entry is None \
                     and resync is None and not more_pull:
                 break
+        if self.store.get_setting(KV_STATE_OWED):
+            # A pull added a node while the cloud's state did not move (its pusher sent no
+            # state): whether that state holds the node is unknown, so ours goes with the
+            # next sync's request (not another one now).
+            with self.store.transaction():
+                self.store.enqueue_state(time.time())
+                self.store.conn.execute("DELETE FROM kv WHERE key = ?", (KV_STATE_OWED,))
         report.outbox_depth = self.store.outbox_depth()
         report.seconds = round(time.perf_counter() - started, 4)
         return report

@@ -10,7 +10,8 @@ import re
 STATEMENT_SPLIT = re.compile(r";\s*(?:--[^\n]*)?\n")
 
 FACT_COLS = ("id, text, category, importance, created_at, access_count, metadata, source, "
-              "last_access, superseded_by, flags, changed_at, speaker")
+              "last_access, superseded_by, flags, changed_at, content_changed_at, flags_changed_at, "
+              "speaker")
 # "+agent_id" keeps SQLite off the (agent_id, ...) indexes where a rowid range or an id is
 # the selective part: without statistics the planner takes agent_id = ? for ~10 rows, then
 # reads (and sorts) every fact of the agent for each page, each push and each id lookup.
@@ -27,11 +28,12 @@ BUCKET = ("CAST(CASE WHEN created_at > 1000000000000 THEN created_at / 1000 ELSE
 # by its changed_at (the device's clock of the fact's last change; ties keep the newer
 # counters), so a device pushing an older version of a fact another device changed since
 # changes nothing; it pulls the newer one through cold_changes in the same request.
-UPSERT_ROWS = 50           # facts per INSERT statement (15 values each, well under SQLite's cap)
-ROW = "(" + ", ".join("?" * 15) + ")"
+UPSERT_ROWS = 50           # facts per INSERT statement (17 values each, well under SQLite's cap)
+ROW = "(" + ", ".join("?" * 17) + ")"
 UPSERT_FACTS = (
     "INSERT INTO cold_memories (id, agent_id, text, category, importance, created_at, "
-    "access_count, metadata, source, last_access, superseded_by, device_id, flags, changed_at, speaker) "
+    "access_count, metadata, source, last_access, superseded_by, device_id, flags, changed_at, "
+    "content_changed_at, flags_changed_at, speaker) "
     "SELECT * FROM (VALUES {rows}) WHERE NOT EXISTS ({guard}) "
     # A forgotten fact stays forgotten: a device that has not pulled the tombstone yet (or
     # replays an old push) cannot upsert it back. One "?" for the agent id, after the guard's.
@@ -39,6 +41,8 @@ UPSERT_FACTS = (
     "ON CONFLICT(id) DO UPDATE SET category = excluded.category, text = excluded.text, "
     "metadata = excluded.metadata, importance = excluded.importance, "
     "created_at = excluded.created_at, flags = excluded.flags, changed_at = excluded.changed_at, "
+    "content_changed_at = excluded.content_changed_at, "
+    "flags_changed_at = excluded.flags_changed_at, "
     # Who said a fact does not change; a version without one (an older device's) keeps it.
     "speaker = coalesce(excluded.speaker, cold_memories.speaker), "
     "access_count = max(cold_memories.access_count, excluded.access_count), "

@@ -13,19 +13,34 @@ The store then also links the entities it already knows whose names the text hol
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Optional
 
 import msgspec
 
 from evoclaw_memory.distill.signals import find_people
-from evoclaw_memory.store.entities import norm
+from evoclaw_memory.store.entities import OWNER, norm
 
 _CJK = "\u4e00-\u9fff"
 _CAP = r"[A-Z][a-z]+(?:['’-][A-Za-z]?[a-z]+)*"
 _NAME = rf"{_CAP}(?: {_CAP}){{0,2}}"
-_SPEAKER_RE = re.compile(rf"^\s*({_NAME}|[{_CJK}]{{2,4}})\s*[:：]\s")
-_ALIAS_RE = re.compile(rf"({_NAME}|[{_CJK}]{{2,4}})\s*[(（]\s*({_NAME}|[{_CJK}]{{2,4}})\s*[)）]")
+
+
+# The patterns with a CJK character class compile on first use (each class ~0.5 ms, which a
+# CLI `store` paid at import), and run only on texts holding what they need to match: a
+# colon (a speaker label), a parenthesis (an alias), 我 (a Chinese kinship phrase), a
+# non-ASCII character (a Chinese name). The results are the same; most texts skip them.
+@functools.cache
+def _speaker_re() -> re.Pattern[str]:
+    return re.compile(rf"^\s*({_NAME}|[{_CJK}]{{2,4}})\s*[:：]\s")
+
+
+@functools.cache
+def _alias_re() -> re.Pattern[str]:
+    return re.compile(rf"({_NAME}|[{_CJK}]{{2,4}})\s*[(（]\s*({_NAME}|[{_CJK}]{{2,4}})\s*[)）]")
+
+
 _OPENING_RE = re.compile(rf"^\s*({_NAME})(?:['’]s)?\b")
 
 # "my wife Sarah", "my friend, Tom", "my dog named Coco": the relation word, then the name.
@@ -42,8 +57,14 @@ _ZH_KIN = {"老婆": "wife", "妻子": "wife", "太太": "wife", "老公": "husb
            "父亲": "father", "哥哥": "brother", "姐姐": "sister", "弟弟": "brother",
            "妹妹": "sister", "朋友": "friend", "同事": "colleague", "老板": "boss",
            "男朋友": "boyfriend", "女朋友": "girlfriend", "医生": "doctor", "老师": "teacher"}
-_ZH_MY_RE = re.compile(rf"我(?:的)?({'|'.join(sorted(_ZH_KIN, key=len, reverse=True))})"
-                       rf"(?:叫|是|名叫)?([{_CJK}]{{2,3}})")
+
+
+@functools.cache
+def _zh_my_re() -> re.Pattern[str]:
+    return re.compile(rf"我(?:的)?({'|'.join(sorted(_ZH_KIN, key=len, reverse=True))})"
+                      rf"(?:叫|是|名叫)?([{_CJK}]{{2,3}})")
+
+
 _ZH_STOP = set("的了在是和跟说去来很也都就要会每今昨明最")
 _PLACE_RE = re.compile(rf"\b(?:in|to|from|visited|visiting|near|around) ({_NAME})\b")
 _PROJECT_RE = re.compile(rf"\b(?:project|the) ({_CAP}) project\b|\bproject ({_CAP})\b")
@@ -56,10 +77,20 @@ Hello Thanks Thank Wow Yeah Ok Okay Sure Well Also Just Really Great Good Nice C
 Sounds Glad Sorry Love Congrats Congratulations Monday Tuesday Wednesday Thursday Friday
 Saturday Sunday January February March April May June July August September October November
 December Today Tomorrow Yesterday Tonight Last Next Mr Mrs Ms Dr Lol Haha Omg Btw""".split())
-_CJK_RUN_RE = re.compile(rf"[{_CJK}]+")
+
+
+@functools.cache
+def _cjk_run_re() -> re.Pattern[str]:
+    return re.compile(rf"[{_CJK}]+")
+
+
+def _is_cjk_run(name: str) -> bool:
+    """All of `name` is Chinese (an ASCII name never is: no pattern needed)."""
+    return not name.isascii() and _cjk_run_re().fullmatch(name) is not None
+
 
 _RANK = {"mention": 0, "subject": 1, "speaker": 2}
-OWNER = "owner"     # the entity the owner's relations point to ("my wife Sarah")
+__all__ = ["OWNER", "Mention", "extract"]     # OWNER lives in store.entities (the table's vocabulary)
 
 
 class Mention(msgspec.Struct):
@@ -114,13 +145,14 @@ def extract(text: str) -> list[Mention]:
         if m.kind == "other" and kind != "other" and m.relation not in _KIN_PETS:
             m.kind = kind
 
-    for full, short in _ALIAS_RE.findall(text):
+    aliases = _alias_re().findall(text) if "(" in text or "（" in text else []
+    for full, short in aliases:
         full, short = _clean(full) or "", _clean(short) or ""
         if full and short and norm(full) != norm(short):
             add(full, "people")
             found[norm(full)].aliases.append(short)
             alias_of[norm(short)] = norm(full)
-    speaker = _SPEAKER_RE.match(text)
+    speaker = _speaker_re().match(text) if ":" in text or "：" in text else None
     body = text
     if speaker:
         add(_clean(speaker.group(1)), "people", "speaker")
@@ -137,8 +169,8 @@ def extract(text: str) -> list[Mention]:
     for match in _MY_RE.finditer(body):
         word = match.group(1).lower()
         add(_clean(match.group(2)), "other" if word in _KIN_PETS else "people", relation=word)
-    zh_people = [n for n in people if _CJK_RUN_RE.fullmatch(n)]
-    for match in _ZH_MY_RE.finditer(body):
+    zh_people = [n for n in people if _is_cjk_run(n)]
+    for match in (_zh_my_re().finditer(body) if "我" in body else ()):
         # The regex takes up to three characters; a name the scanner read there is exact
         # (王芳喜欢 -> 王芳), else two characters, the commonest length of a given name.
         taken = match.group(2)
@@ -152,7 +184,7 @@ def extract(text: str) -> list[Mention]:
     for match in _TOOL_RE.finditer(body):
         add(match.group(1), "tools")
     for name in people:
-        if _CJK_RUN_RE.fullmatch(name):
+        if _is_cjk_run(name):
             add(_zh(name), "people", "subject" if text.lstrip().startswith(name) else "mention")
         else:
             add(_clean(name), "people")

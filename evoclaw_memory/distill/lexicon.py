@@ -4,13 +4,16 @@ The words live in two data files beside this module (shipped as package data):
 `data/lexicon.txt` holds the labelled tables (topics, segment terms, emotions, actions,
 flags, flag pairs, topic paths) and `data/words.txt` the plain word sets (stopwords,
 not-names, Chinese surnames...). Both are read at import, once: the tables are constant,
-never modified (not state), and every distillation needs them.
+never modified (not state), and every distillation needs them. The keyword index and its
+two big regexes (~20 ms to compile) are built on first use (`keywords()`): storing a fact
+only looks for names (signals.find_people), which needs neither.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from importlib import resources
+from pathlib import Path
 from typing import Iterable
 
 from evoclaw_memory.distill.metadata import words_regex
@@ -23,7 +26,12 @@ Table = list[tuple[str, list[str], list[str]]]
 
 def read_sections(name: str) -> dict[str, list[str]]:
     """The lines of each [section] of data/<name>, without comments and blank lines."""
-    text = (resources.files(__package__) / "data" / name).read_text(encoding="utf-8")
+    plain = Path(__file__).parent / "data" / name
+    if plain.is_file():         # the usual install; importlib.resources costs ~5 ms to import
+        text = plain.read_text(encoding="utf-8")
+    else:
+        from importlib import resources
+        text = (resources.files(__package__) / "data" / name).read_text(encoding="utf-8")
     sections: dict[str, list[str]] = {}
     lines: list[str] = []
     for line in text.splitlines():
@@ -176,7 +184,19 @@ def keyword_regex(words: Iterable[str]) -> re.Pattern[str]:
     return re.compile(rf"(?:{words_regex(words)})(?:'s)?(?![a-z0-9'-])")
 
 
-ENGLISH, CHINESE = _build_lexicon()
-ENGLISH_RE = keyword_regex(ENGLISH)
-CHINESE_RE = re.compile(words_regex(CHINESE))
+class Keywords:
+    """The keyword index: surface form -> entries, and the regex that finds the forms."""
+
+    def __init__(self) -> None:
+        self.english, self.chinese = _build_lexicon()
+        self.english_re = keyword_regex(self.english)
+        self.chinese_re = re.compile(words_regex(self.chinese))
+
+
+@functools.cache
+def keywords() -> Keywords:
+    """The keyword index, built once, on first use."""
+    return Keywords()
+
+
 TOPIC_ORDER = [label for label, _, _ in TOPICS]

@@ -7,10 +7,14 @@ scans a text cannot need are skipped by a substring test, so a 1 MB input stays 
 Extraction order matters: URLs are found first and blanked out, so that the path finder
 does not see `/foo` inside `https://x.org/foo`; backticked code is blanked out before
 looking for bare domains and prose commands, so `logger.info` in code is not a link.
+
+The link and path patterns compile on first use (`_compiled`), after their substring test:
+every CLI `store` is a fresh process, and most facts hold no link and no path.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Callable, Iterable
 
@@ -45,9 +49,12 @@ _MAX_COMMAND_CHARS = 300
 # Characters a URL may contain (RFC 3986), minus the apostrophe, which in prose is far more
 # often a closing quote than part of a link.
 _URL_CHARS = r"A-Za-z0-9\-._~:/?#\[\]@!$&()*+,;=%"
+# A pattern compiled once, when first needed (the sources below are plain strings).
+_compiled = functools.lru_cache(maxsize=None)(re.compile)
+
 # Not after a letter or digit, but after Chinese it may start: "见https://..." is a link.
-_URL_RE = re.compile(rf"(?<![A-Za-z0-9])https?://[{_URL_CHARS}]+", re.IGNORECASE)
-_WWW_RE = re.compile(rf"(?<![A-Za-z0-9_@./-])www\.[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?:[/?#][{_URL_CHARS}]*)?")
+_URL = (rf"(?<![A-Za-z0-9])https?://[{_URL_CHARS}]+", re.IGNORECASE)
+_WWW = (rf"(?<![A-Za-z0-9_@./-])www\.[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?:[/?#][{_URL_CHARS}]*)?", 0)
 
 # Top-level domains we accept for bare domains like `docs.python.org`. Deliberately left
 # out, because they collide with file extensions: py, md, sh, rs, pl, so, cc, zip, mov.
@@ -61,7 +68,7 @@ _KNOWN_TLDS = frozenset("""
 # `GitHub.com` is; whether it is a known TLD is checked afterwards (a regex alternation of
 # TLDs would be retried at every dot of a long dotted run). Not after `@` (emails) or `/`,
 # `.` (inside paths), not before `(` or `=` (code such as `logger.info(`).
-_BARE_DOMAIN_RE = re.compile(
+_BARE_DOMAIN = (
     r"(?<![A-Za-z0-9_@./:-])"
     r"(?P<host>(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[a-z]{2,6})"
     r"(?![A-Za-z0-9_(=-])"
@@ -73,23 +80,21 @@ _BARE_DOMAIN_RE = re.compile(
 # The absolute-path pattern starts with the literal "/" and checks what precedes it
 # afterwards, so the engine can jump from slash to slash.
 _PATH_CHARS = r"A-Za-z0-9_.~<>@%+=*/-"
-# (pattern, substrings of which one must be in the text for the pattern to match at all:
-# without any, its scan is skipped)
+# (pattern source, substrings of which one must be in the text for the pattern to match at
+# all: without any, its scan is skipped and the pattern never compiled)
 _PATH_PATTERNS = (
     # /x (absolute): not after a word character, so `and/or`, `1/2`, `km/h` are not paths
-    (re.compile(rf"/(?<![A-Za-z0-9_./~<>-]/)[A-Za-z0-9_.~<>@%+=*-][{_PATH_CHARS}]*"), ("/",)),
+    (rf"/(?<![A-Za-z0-9_./~<>-]/)[A-Za-z0-9_.~<>@%+=*-][{_PATH_CHARS}]*", ("/",)),
     # ~/x, ./x, ../x
-    (re.compile(rf"(?<![A-Za-z0-9_./~-])(?:~|\.\.?)/[{_PATH_CHARS}]*"), ("~/", "./")),
+    (rf"(?<![A-Za-z0-9_./~-])(?:~|\.\.?)/[{_PATH_CHARS}]*", ("~/", "./")),
     # src/main.cpp (relative, with a file extension at the end)
     (
-        re.compile(
-            r"(?<![A-Za-z0-9_./~<>@-])[A-Za-z0-9_-][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_.<>-]+)+"
-            r"\.[A-Za-z][A-Za-z0-9]{0,7}(?![A-Za-z0-9_/-])"
-        ),
+        r"(?<![A-Za-z0-9_./~<>@-])[A-Za-z0-9_-][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_.<>-]+)+"
+        r"\.[A-Za-z][A-Za-z0-9]{0,7}(?![A-Za-z0-9_/-])",
         ("/",),
     ),
     # C:\Users\x (Windows)
-    (re.compile(r"(?<![A-Za-z0-9_])[A-Z]:\\[A-Za-z0-9_.\\-]*[A-Za-z0-9_]"), (":\\",)),
+    (r"(?<![A-Za-z0-9_])[A-Z]:\\[A-Za-z0-9_.\\-]*[A-Za-z0-9_]", (":\\",)),
 )
 
 # Command names common enough to recognise in prose. Not an inventory of anyone's tools:
@@ -237,16 +242,16 @@ def metadata_search_text(m: Metadata) -> str:
 
 def _find_urls(text: str, code_spans: list[tuple[int, int]]) -> list[tuple[tuple[int, int], str]]:
     """((start, end), url) for every link, in order of appearance, without overlaps."""
-    found = _cleaned_matches(_URL_RE, text) if "://" in text else []
+    found = _cleaned_matches(_compiled(*_URL), text) if "://" in text else []
     if "www." in text:
-        found += _cleaned_matches(_WWW_RE, text)
+        found += _cleaned_matches(_compiled(*_WWW), text)
     # Bare domains are looked for only where no link and no code is, so `logger.info` in
     # backticks or the host inside a found URL is never reported twice.
     if _DOT_WORD_RE.search(text):
         masked = _blank_spans(text, [span for span, _ in found] + code_spans)
         found.extend(
             item
-            for item, match in _cleaned_matches(_BARE_DOMAIN_RE, masked, with_match=True)
+            for item, match in _cleaned_matches(_compiled(_BARE_DOMAIN), masked, with_match=True)
             if match.group("host").rsplit(".", 1)[1] in _KNOWN_TLDS
         )
     found.sort(key=lambda item: item[0][0])
@@ -282,10 +287,10 @@ def strip_trailing_punctuation(item: str) -> str:
 
 def _find_paths(text: str) -> list[tuple[int, str]]:
     found = []
-    for pattern, needed in _PATH_PATTERNS:
+    for source, needed in _PATH_PATTERNS:
         if not any(part in text for part in needed):
             continue
-        for (start, _), path in _cleaned_matches(pattern, text):
+        for (start, _), path in _cleaned_matches(_compiled(source), text):
             # "~/", "./" or "/x" alone say nothing.
             if len(path.strip("/.~")) >= (1 if path[0] in "~." else 2) and len(path) <= _MAX_ITEM_CHARS:
                 found.append((start, path))

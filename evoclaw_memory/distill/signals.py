@@ -3,27 +3,38 @@
 The text is split into sentence spans; then each scanner (English keywords, Chinese
 keywords, names, links) runs once over the whole text and drops what it finds into the
 sentence whose span holds it, and the few per-sentence counts are single regex calls.
+
+The big patterns (the keyword index, content words, Chinese names) compile on first use:
+storing a fact runs only the name scanners (`find_people`), and a CLI `store` is a fresh
+process that would otherwise compile every pattern of the distiller (~25 ms).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_right
 from typing import Iterable, NamedTuple
 
-from evoclaw_memory.distill.lexicon import (CHINESE, CHINESE_RE, ENGLISH, ENGLISH_RE, IMPLIED_FLAGS,
-                                            NAME_STOP_CHARS, NOT_NAMES, PLACE_WORDS, PREFERENCE_SUBJECTS,
-                                            PREFERENCE_VERBS, STOPWORDS, SURNAMES, WH_WORDS, ZH_NAME_AFTER,
-                                            ZH_NAME_BEFORE, ZH_NAME_CALLED, ZH_NAME_TITLES, ZH_NOT_NAMES)
+from evoclaw_memory.distill.lexicon import (IMPLIED_FLAGS, NAME_STOP_CHARS, NOT_NAMES, PLACE_WORDS,
+                                            PREFERENCE_SUBJECTS, PREFERENCE_VERBS, STOPWORDS, SURNAMES,
+                                            WH_WORDS, ZH_NAME_AFTER, ZH_NAME_BEFORE, ZH_NAME_CALLED,
+                                            ZH_NAME_TITLES, ZH_NOT_NAMES, keywords)
 from evoclaw_memory.distill.metadata import locate_metadata, metadata_from_items, words_regex
 from evoclaw_memory.distill.sentences import sentence_spans
 from evoclaw_memory.models import Metadata
 
 WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:['’-][A-Za-z0-9]+)*")
-# Words of two letters or more that are not stopwords, on lowered text.
-_CONTENT_WORD_RE = re.compile(
-    rf"(?<![a-z0-9'-])(?!(?:{words_regex(STOPWORDS)})(?![a-z0-9'-]))[a-z][a-z0-9]+(?:['-][a-z0-9]+)*"
-)
+
+
+@functools.cache
+def _content_word_re() -> re.Pattern[str]:
+    """Words of two letters or more that are not stopwords, on lowered text."""
+    return re.compile(
+        rf"(?<![a-z0-9'-])(?!(?:{words_regex(STOPWORDS)})(?![a-z0-9'-]))[a-z][a-z0-9]+(?:['-][a-z0-9]+)*"
+    )
+
+
 # A run of capitalised words: "Maya", "Chen Li", "Maya's"; checked further in `_scan_names`.
 _NAME_RE = re.compile(r"[A-Z][a-z]+(?:['’-][A-Za-z]?[a-z]+)*(?: [A-Z][a-z]+(?:['’-][A-Za-z]?[a-z]+)*)*")
 _PREVIOUS_WORD_RE = re.compile(r"([A-Za-z'’]+)[^A-Za-z'’]*$")
@@ -33,7 +44,18 @@ _ENTITY_RE = re.compile(
     r"(?<![A-Za-z0-9])(?:(?!(?:OK|TODO|FYI|BTW|AM|PM|ASAP)(?![A-Za-z0-9]))[A-Z]{2,}[A-Za-z0-9]*"
     r"|[A-Za-z]+\d[A-Za-z0-9]*|[a-z]+[A-Z][A-Za-z]*|[A-Z][a-z]+[A-Z][A-Za-z]*)"
 )
-_CJK_CHAR_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+@functools.cache
+def _cjk_char_re() -> re.Pattern[str]:
+    """One Chinese character (compiled on first use: a CJK class costs ~1 ms)."""
+    return re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _has_cjk(text: str) -> bool:
+    return not text.isascii() and _cjk_char_re().search(text) is not None
+
+
 _DIGIT_RE = re.compile(r"\d")
 # Starts with a digit (no look-behind, no IGNORECASE) so the engine jumps between digits.
 _NUMERIC_DATE_RE = re.compile(
@@ -44,21 +66,26 @@ _EMAIL_RE = re.compile(r"@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _PHONE_RE = re.compile(r"\+?\d[\d -]{8,}\d")
 
 _CJK = r"\u4e00-\u9fff"
-_ZH_NAME_RE = re.compile(
-    # 名叫 / 叫做 / 名字叫: whatever follows is the name
-    rf"(?:{'|'.join(ZH_NAME_CALLED)})(?P<called>[{_CJK}]{{2,3}})"
-    # after a companion or kinship word, a surname starts a name: 和陈莉, 跟老王, 表姐王静;
-    # after a bare 叫 ("call", "order") too: 我叫陈莉 yes, 叫外卖 no
-    rf"|(?:{'|'.join(ZH_NAME_AFTER)})"
-    rf"(?P<after_word>(?:老|小)?[{SURNAMES}][{_CJK}]{{1,2}})"
-    # at the start of a clause, a surname and one or two characters before 的/说/是...: 陈莉每周...
-    # (each starts with the surname and checks the character before it afterwards, which
-    # lets the engine jump from surname to surname)
-    rf"|(?P<subject>[{SURNAMES}](?<![{_CJK}].)[{_CJK}]{{1,2}}?)"
-    rf"(?={'|'.join(ZH_NAME_BEFORE)})"
-    # 王医生 / 李老师: a surname and a title
-    rf"|(?P<titled>[{SURNAMES}](?<![{_CJK}].)(?:{'|'.join(ZH_NAME_TITLES)}))"
-)
+
+
+@functools.cache
+def _zh_name_re() -> re.Pattern[str]:
+    """Chinese names (only texts with Chinese in them need it)."""
+    return re.compile(
+        # 名叫 / 叫做 / 名字叫: whatever follows is the name
+        rf"(?:{'|'.join(ZH_NAME_CALLED)})(?P<called>[{_CJK}]{{2,3}})"
+        # after a companion or kinship word, a surname starts a name: 和陈莉, 跟老王, 表姐王静;
+        # after a bare 叫 ("call", "order") too: 我叫陈莉 yes, 叫外卖 no
+        rf"|(?:{'|'.join(ZH_NAME_AFTER)})"
+        rf"(?P<after_word>(?:老|小)?[{SURNAMES}][{_CJK}]{{1,2}})"
+        # at the start of a clause, a surname and one or two characters before 的/说/是...: 陈莉每周...
+        # (each starts with the surname and checks the character before it afterwards, which
+        # lets the engine jump from surname to surname)
+        rf"|(?P<subject>[{SURNAMES}](?<![{_CJK}].)[{_CJK}]{{1,2}}?)"
+        rf"(?={'|'.join(ZH_NAME_BEFORE)})"
+        # 王医生 / 李老师: a surname and a title
+        rf"|(?P<titled>[{SURNAMES}](?<![{_CJK}].)(?:{'|'.join(ZH_NAME_TITLES)}))"
+    )
 
 
 class Sentence:
@@ -140,20 +167,13 @@ def analyse(text: str, spans: list[tuple[int, int]] | None = None) -> Analysis:
     ]
     if not sentences:
         return Analysis([], locate_metadata(text))
-    starts = [s.start for s in sentences]
-
-    def sentence_at(offset: int) -> Sentence | None:
-        index = bisect_right(starts, offset) - 1
-        if index >= 0 and offset < sentences[index].end:
-            return sentences[index]
-        return None
-
+    sentence_at = sentence_at_offset(sentences)
     # Lowercase once; "’" becomes "'" so "don’t" meets "don't". (Rare characters change
     # length when lowered; then offsets would drift, so keyword scanning uses a fallback.)
     lowered = text.lower().replace("’", "'")
     if len(lowered) != len(text):
         lowered = "".join(ch.lower() if len(ch.lower()) == 1 else ch for ch in text).replace("’", "'")
-    has_cjk = bool(_CJK_CHAR_RE.search(text))
+    has_cjk = _has_cjk(text)
     for sentence in sentences:
         _scan_sentence(text, lowered, sentence, has_cjk)
     _scan_keywords(lowered, sentence_at)
@@ -176,13 +196,33 @@ def analyse(text: str, spans: list[tuple[int, int]] | None = None) -> Analysis:
     return Analysis(sentences, stray_items)
 
 
+def sentence_at_offset(sentences: list[Sentence]):
+    """A lookup: the sentence whose span holds an offset (None between sentences)."""
+    starts = [s.start for s in sentences]
+
+    def sentence_at(offset: int) -> Sentence | None:
+        index = bisect_right(starts, offset) - 1
+        if index >= 0 and offset < sentences[index].end:
+            return sentences[index]
+        return None
+
+    return sentence_at
+
+
+def _first_word(text: str, sentence: Sentence) -> None:
+    """What the name scanner needs of _scan_sentence: where the first word starts."""
+    first = WORD_RE.search(text, sentence.start, sentence.end)
+    if first:
+        sentence.first_word_start = first.start()
+
+
 def _scan_sentence(text: str, lowered: str, sentence: Sentence, has_cjk: bool) -> None:
     """The per-sentence counts, each one C-level regex call over the sentence."""
     start, end = sentence.start, sentence.end
     first = WORD_RE.search(text, start, end)
     if first:
         sentence.first_word, sentence.first_word_start = lowered[first.start() : first.end()], first.start()
-        sentence.content_words = len(_CONTENT_WORD_RE.findall(lowered, start, end))
+        sentence.content_words = len(_content_word_re().findall(lowered, start, end))
         if _ENTITY_RE.search(text, start, end):
             sentence.flags.add("entity")
     if _DIGIT_RE.search(text, start, end):
@@ -192,7 +232,7 @@ def _scan_sentence(text: str, lowered: str, sentence: Sentence, has_cjk: bool) -
         if _PHONE_RE.search(text, start, end):
             sentence.flags.add("contact")
     if has_cjk:
-        sentence.cjk_chars = len(_CJK_CHAR_RE.findall(text, start, end))
+        sentence.cjk_chars = len(_cjk_char_re().findall(text, start, end))
 
 
 def starts_word(text: str, offset: int) -> bool:
@@ -201,7 +241,9 @@ def starts_word(text: str, offset: int) -> bool:
 
 def _scan_keywords(lowered: str, sentence_at) -> None:
     """English lexicon words and flag words/pairs, one regex pass over the lowered text."""
-    for match in ENGLISH_RE.finditer(lowered):
+    index = keywords()
+    english = index.english
+    for match in index.english_re.finditer(lowered):
         start = match.start()
         if not starts_word(lowered, start):
             continue
@@ -209,7 +251,7 @@ def _scan_keywords(lowered: str, sentence_at) -> None:
         if sentence is None:
             continue
         word = match.group()
-        entries = ENGLISH.get(word) or ENGLISH.get(word[:-2], ())  # "biscuit's" -> "biscuit"
+        entries = english.get(word) or english.get(word[:-2], ())  # "biscuit's" -> "biscuit"
         for kind, label in entries:
             if kind == "preference_verb":
                 # "like" states a preference after a subject: "I like", "Sam hates", "we don't love".
@@ -284,11 +326,12 @@ def _record_name(text: str, sentence: Sentence, match: re.Match[str]) -> None:
 
 
 def _scan_chinese(text: str, sentence_at) -> None:
-    for match in CHINESE_RE.finditer(text):
+    index = keywords()
+    for match in index.chinese_re.finditer(text):
         sentence = sentence_at(match.start())
         if sentence is None:
             continue
-        for kind, label in CHINESE[match.group()]:
+        for kind, label in index.chinese[match.group()]:
             if kind == "filler":
                 sentence.filler_chars += len(match.group())
             else:
@@ -297,7 +340,7 @@ def _scan_chinese(text: str, sentence_at) -> None:
 
 
 def _scan_chinese_names(text: str, sentence_at) -> None:
-    for match in _ZH_NAME_RE.finditer(text):
+    for match in _zh_name_re().finditer(text):
         sentence = sentence_at(match.start())
         name = _trim_chinese_name(next(group for group in match.groups() if group))
         if sentence and name and name not in ZH_NOT_NAMES and name not in sentence.names:
@@ -333,20 +376,11 @@ def find_people(text: str) -> list[str]:
     sentences = [Sentence(text, start, end) for start, end in sentence_spans(text)]
     if not sentences:
         return []
-    starts = [s.start for s in sentences]
-
-    def sentence_at(offset: int) -> Sentence | None:
-        index = bisect_right(starts, offset) - 1
-        if index >= 0 and offset < sentences[index].end:
-            return sentences[index]
-        return None
-
+    sentence_at = sentence_at_offset(sentences)
     for sentence in sentences:      # the one per-sentence fact the name scanner reads
-        first = WORD_RE.search(text, sentence.start, sentence.end)
-        if first:
-            sentence.first_word_start = first.start()
+        _first_word(text, sentence)
     _scan_names(text, sentence_at)
-    if _CJK_CHAR_RE.search(text):
+    if _has_cjk(text):
         _scan_chinese_names(text, sentence_at)
     people: list[str] = []
     for sentence in sentences:

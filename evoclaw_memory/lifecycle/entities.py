@@ -12,11 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from evoclaw_memory import validate
-from evoclaw_memory.distill.entities import OWNER, extract
 from evoclaw_memory.errors import NotFoundError, ValidationError
 from evoclaw_memory.limits import CONTEXT_RETRIEVED_MAX_BYTES, ENTITY_CONTEXT_MAX
 from evoclaw_memory.models import Entity, EntityRecord, Fact
-from evoclaw_memory.store.entities import KV_CURSOR, EntityKeeper, lookup_keys, norm
+from evoclaw_memory.store.entities import KV_CURSOR, OWNER, EntityKeeper, lookup_keys, norm
 
 if TYPE_CHECKING:
     from evoclaw_memory.store.local import LocalStore
@@ -220,6 +219,9 @@ def _link_one(keeper: EntityKeeper, rowid: int, text: str, created_at: float, no
               speaker: Optional[str] = None) -> None:
     """Link one fact to what it mentions: the rules' finds and the known names it holds,
     and to its stored speaker (who said it: the text alone cannot tell) as "speaker"."""
+    # Imported here, not at the top: the rules compile large regexes (~40 ms), which
+    # only storing a fact needs; `retrieve`, `context` and `hot` start without them.
+    from evoclaw_memory.distill.entities import extract
     linked: set[int] = set()
     if speaker and validate.valid(validate.entity_name, speaker):
         entity_id = keeper.ensure(validate.entity_name(speaker), "people", now)

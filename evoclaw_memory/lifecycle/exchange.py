@@ -69,6 +69,11 @@ class ExportedFact(msgspec.Struct, tag_field="type", tag="fact", forbid_unknown_
     versions: list[Version] = []
     pinned: bool = False          # older exports have neither: read as not pinned, shared
     private: bool = False
+    # The last change's time (the sync's later-change-wins clock); older exports have none:
+    # read as 0, never changed, as the facts they come from were (local migration 0010).
+    changed_at: float = 0.0
+    content_changed_at: float = 0.0   # the two parts' own clocks (local migration 0011)
+    flags_changed_at: float = 0.0
     # Who said it (issue 13). UNSET (absent from the line) when nobody did, so a fact without
     # one exports exactly as before; older exports have none.
     speaker: Union[Optional[str], msgspec.UnsetType] = msgspec.UNSET
@@ -123,7 +128,8 @@ def export(mem: "OwnerControl", target: Union[str, Path, IO[str]], fmt: str) -> 
             buffer.append(_encoder.encode(ExportedFact(
                 f.id, f.text, f.category, f.importance, f.created_at, f.last_access,
                 f.access_count, f.metadata, f.source, f.tier, f.superseded_by,
-                versions.get(f.id, []), f.pinned, f.private, f.speaker or msgspec.UNSET)))
+                versions.get(f.id, []), f.pinned, f.private, f.changed_at,
+                f.content_changed_at, f.flags_changed_at, f.speaker or msgspec.UNSET)))
             written += 1
             if len(buffer) >= 5_000:
                 out.write(b"\n".join(buffer).decode() + "\n")
@@ -171,6 +177,9 @@ def _check(fact: ExportedFact, line: int) -> ExportedFact:
         validate.metadata(fact.metadata)
         validate.text("source", fact.source, max_len=64)
         validate.optional_text("superseded_by", fact.superseded_by, max_len=128)
+        validate.timestamp("changed_at", fact.changed_at)
+        validate.timestamp("content_changed_at", fact.content_changed_at)
+        validate.timestamp("flags_changed_at", fact.flags_changed_at)
         fact.speaker = validate.speaker(fact.speaker) if fact.speaker else msgspec.UNSET
         for v in fact.versions:
             validate.text("version text", v.text, max_len=FACT_MAX_TEXT)
@@ -233,7 +242,8 @@ def import_jsonl(mem: "OwnerControl", source: Union[str, Path, IO[str]]) -> dict
                     last_access=item.last_access, access_count=item.access_count,
                     metadata=item.metadata, source=item.source, tier=item.tier,
                     superseded_by=item.superseded_by, pinned=item.pinned, private=item.private,
-                    speaker=item.speaker or None)
+                    changed_at=item.changed_at, content_changed_at=item.content_changed_at,
+                    flags_changed_at=item.flags_changed_at, speaker=item.speaker or None)
         key, body = key_and_body_of(fact)
         rows.append(LocalStore.bulk_row(fact, key, fact_size(fact.text, fact.metadata), body))
         versions += [(item.id, v.version, v.text, v.category, v.importance,

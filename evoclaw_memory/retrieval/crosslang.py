@@ -11,12 +11,17 @@ migration, and a fact holding the query's own word never needs it.
   words glossed by it, each as a phrase of its character bigrams (how the index holds them).
 - A Chinese query run is cut into dictionary words by forward maximum matching; each word's
   English glosses, stemmed, stand for the run's bigram that starts the word.
+
+Every CLI `retrieve` and `context` is a fresh process, and indexing the whole list costs
+~15 ms (stemming 6,000 glosses), more than the rest of the query. So an English query does
+not build it: each query word is looked up only in the lines that can gloss it
+(`_glossed_by`); the full index is built for a Chinese query, which needs all of it.
 """
 
 from __future__ import annotations
 
 import functools
-from importlib import resources
+from pathlib import Path
 
 from evoclaw_memory.text import STEMMED_STOPWORDS, cjk_bigrams, cjk_runs, is_cjk, stem
 
@@ -25,16 +30,30 @@ MAX_TRANSLATED = 6      # query words translated per query (each adds searched t
 MAX_WORD = 4            # longest Chinese dictionary word, in characters
 
 
+@functools.cache
+def _text() -> str:
+    """The word list (a plain file beside the module; importlib.resources costs ~5 ms)."""
+    plain = Path(__file__).parent / "data" / "crosslang.tsv"
+    if plain.is_file():
+        return plain.read_text(encoding="utf-8")
+    from importlib import resources
+    return (resources.files(__package__) / "data" / "crosslang.tsv").read_text(encoding="utf-8")
+
+
+def _entry(line: str) -> tuple[str, tuple[str, ...]]:
+    """(Chinese word, its glosses' stems) of one line; no stems for a comment or blank."""
+    if not line or line.startswith("#"):
+        return "", ()
+    zh, _, en = line.partition("\t")
+    return zh, tuple(dict.fromkeys(s for s in map(stem, en.split()) if s not in STEMMED_STOPWORDS))
+
+
 class _Lexicon:
     def __init__(self) -> None:
         self.zh_en: dict[str, tuple[str, ...]] = {}
         self.en_zh: dict[str, list[str]] = {}
-        text = (resources.files(__package__) / "data" / "crosslang.tsv").read_text(encoding="utf-8")
-        for line in text.splitlines():
-            if not line or line.startswith("#"):
-                continue
-            zh, _, en = line.partition("\t")
-            stems = tuple(dict.fromkeys(s for s in map(stem, en.split()) if s not in STEMMED_STOPWORDS))
+        for line in _text().splitlines():
+            zh, stems = _entry(line)
             if not stems:
                 continue
             self.zh_en[zh] = stems
@@ -51,11 +70,42 @@ def _lexicon() -> _Lexicon:
     return _Lexicon()
 
 
+def _glossed_by(term: str) -> list[str]:
+    """`_lexicon().en_zh.get(term, [])` without building the index: the same words, from
+    the only lines that can hold `term`. stem() keeps a prefix of its word and adds at most
+    a "y" (allergies, allergic -> allerg+y; tried -> tr+y), so a word that stems to `term`
+    starts with `term` (without a final y): the lines are found by that substring after a
+    tab or a space, in file order."""
+    if _lexicon.cache_info().currsize:
+        return _lexicon().en_zh.get(term, [])
+    if term in STEMMED_STOPWORDS:
+        return []                   # the index leaves stopwords out
+    text, head = _text(), term[:-1] if term.endswith("y") else term
+    starts: set[int] = set()
+    for sep in ("\t", " "):
+        at = text.find(sep + head)
+        while at != -1:
+            starts.add(text.rfind("\n", 0, at) + 1)
+            at = text.find(sep + head, at + 1)
+    found: list[str] = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        zh, stems = _entry(text[start:end if end != -1 else len(text)])
+        if term in stems:
+            found.append(zh)
+            if len(found) == ZH_PER_WORD:
+                break
+    return found
+
+
 def chinese_words(text: str) -> list[str]:
     """The dictionary words of the text's Chinese runs, longest match first, left to right."""
+    runs = cjk_runs(text)
+    if not runs:
+        return []                   # no Chinese: the index is not needed
     known = _lexicon().zh_en
     out: list[str] = []
-    for run in cjk_runs(text):
+    for run in runs:
         i = 0
         while i < len(run) - 1:
             for n in range(min(MAX_WORD, len(run) - i), 1, -1):
@@ -70,16 +120,16 @@ def chinese_words(text: str) -> list[str]:
 
 def translations(query: str, terms: list[str]) -> dict[str, list[tuple[str, ...]]]:
     """query term -> phrases (token tuples) in the other script that stand for it."""
-    lex = _lexicon()
     wanted = set(terms)
     out: dict[str, list[tuple[str, ...]]] = {}
     for word in chinese_words(query):
+        zh_en = _lexicon().zh_en
         head = word[:2]                     # the bigram the query's tokens hold for it
-        if head in wanted and lex.zh_en.get(word):
-            out.setdefault(head, []).extend((s,) for s in lex.zh_en[word] if s not in wanted)
+        if head in wanted and zh_en.get(word):
+            out.setdefault(head, []).extend((s,) for s in zh_en[word] if s not in wanted)
     for term in terms:
         if not is_cjk(term) and term.isalpha():
-            phrases = [tuple(cjk_bigrams(zh)) for zh in lex.en_zh.get(term, ())]
+            phrases = [tuple(cjk_bigrams(zh)) for zh in _glossed_by(term)]
             if phrases:
                 out.setdefault(term, []).extend(phrases)
     kept = [t for t in terms if out.get(t)][:MAX_TRANSLATED]

@@ -135,7 +135,7 @@ class ControlKeeper:
                 # No state entry: the push carries the critical state (the tree's counts)
                 # with every forget (SyncEngine.sync), as it does with every new fact.
                 if not enqueue:
-                    store.enqueue_state(now)
+                    store.enqueue_state(now, counts_only=True)
 
     def forgotten_among(self, fact_ids: list[str]) -> set[str]:
         """Which of these ids were forgotten on this device (or pulled as forgotten)."""

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-import json
+# `json` is imported in the functions that use it: a CLI run of store/retrieve/context/hot
+# starts without it (start-up time, one process per agent turn).
+import functools
 import re
 from typing import Iterable, Iterator, Optional
 
@@ -14,10 +16,20 @@ from evoclaw_memory.store.local import LocalStore
 _CHUNK = 500
 _RANK = {"mention": 0, "subject": 1, "speaker": 2}     # a fact's strongest tie to an entity
 KV_CURSOR = "entities.linked_rowid"     # facts up to this rowid are linked
+OWNER = "owner"     # the entity the owner's relations point to ("my wife Sarah")
 
 
 _WORD_RE = re.compile(r"[A-Za-z0-9]+(?:['’-][A-Za-z0-9]+)*")
-_CJK_RUN_RE = re.compile("[\u4e00-\u9fff]+")
+
+
+@functools.cache
+def _cjk_run_re() -> re.Pattern[str]:
+    return re.compile("[\u4e00-\u9fff]+")
+
+
+def _cjk_runs(text: str) -> list[str]:
+    """The Chinese runs of `text`; the pattern (~0.5 ms to compile) only for non-ASCII text."""
+    return [] if text.isascii() else _cjk_run_re().findall(text)
 
 
 def norm(name: str) -> str:
@@ -53,7 +65,7 @@ def _keys(text: str, limit: int) -> Iterator[str]:
             return
     yield from keys
     count = len(keys)
-    for run in _CJK_RUN_RE.findall(text):
+    for run in _cjk_runs(text):
         for i in range(len(run)):
             for n in (2, 3, 4):
                 if i + n <= len(run):
@@ -85,6 +97,7 @@ class EntityKeeper:
                attributes: Optional[dict[str, str]] = None) -> int:
         """The entity called `name`, created if new; a manual call sets its kind and merges
         attributes; a rule's guess of the kind only fills in "other"."""
+        import json
         found = self.find(name)
         if found is None:
             cur = self.conn.execute(
@@ -210,6 +223,7 @@ class EntityKeeper:
         return [r[0] for r in rows]
 
     def get(self, entity_id: int, fact_limit: Optional[int] = 200) -> Entity:
+        import json
         name, kind, attributes, mentions, first, last = self.conn.execute(
             "SELECT name, kind, attributes, mentions, first_mentioned, last_mentioned FROM "
             "entities WHERE id = ?", (entity_id,)).fetchone()

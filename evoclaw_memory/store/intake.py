@@ -25,7 +25,8 @@ def insert_pulled(warm: WarmKeeper, facts: list[Fact], now: float) -> int:
     with store.transaction():
         for fact in facts:
             known = store.get_fact(fact.id)
-            if known is not None and (known.pinned, known.private) != (fact.pinned, fact.private):
+            if known is not None and _flags(known) != _flags(fact) \
+                    and fact.flags_changed_at >= known.flags_changed_at:
                 _adopt_flags(warm, known, fact, now)      # pinned or marked on another device
             if known is not None or store.conn.execute(
                     "SELECT 1 FROM forgotten WHERE id = ?", (fact.id,)).fetchone():
@@ -47,9 +48,10 @@ def _adopt_flags(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> Non
     fact comes back onto the device (the vault is never only in the cloud)."""
     store = warm.store
     to_warm = pulled.pinned and known.tier == "cold"
-    store.conn.execute("UPDATE facts SET pinned = ?, private = ?, tier = ? WHERE id = ?",
-                       (int(pulled.pinned), int(pulled.private),
-                        "warm" if to_warm else known.tier, known.id))
+    store.conn.execute("UPDATE facts SET pinned = ?, private = ?, tier = ?, flags_changed_at = ? "
+                       "WHERE id = ?", (int(pulled.pinned), int(pulled.private),
+                                        "warm" if to_warm else known.tier,
+                                        pulled.flags_changed_at, known.id))
     if to_warm and known.superseded_by is None:
         store.adjust_counts(known.category, warm=1, cold=-1)
     store.audit("sync.flags", known.id, f"pinned={int(pulled.pinned)} "
@@ -60,13 +62,16 @@ def apply_changed(warm: WarmKeeper, facts: list[Fact], now: float) -> int:
     """Take other devices' changes of facts (pulled from the cloud's change feed); returns
     how many local facts changed.
 
-    The rule (README "Changes on several devices"): the version with the larger changed_at
-    wins, whole (text, category, importance, metadata, pin, privacy, supersession); a
-    supersession this device has not seen is taken whatever the clocks say (the cloud keeps
-    it too: only an unsupersede undoes one). A forget wins over any change: its tombstone is
+    The rule (README "Changes on several devices", merge_versions): the content (text,
+    category, importance, metadata, supersession) comes from the version whose content
+    changed later, the flags (pin, privacy) from the one whose flags did; a supersession
+    this device has not seen is taken whatever the clocks say (the cloud keeps it too: only
+    an unsupersede undoes one). When the result is not the version the cloud holds (the two
+    devices changed different parts at once), it is queued as a change of this device, so
+    the cloud and the other devices get the merge. A forget wins over any change: its tombstone is
     applied after these, and a fact forgotten here is never brought back. A fact this device
     does not hold is left in the archive, unless it is pinned (the vault is on every device).
-    Nothing is queued back: it came from the cloud."""
+    Nothing else is queued back: it came from the cloud."""
     store = warm.store
     changed, vault = 0, []
     with store.transaction():
@@ -76,11 +81,59 @@ def apply_changed(warm: WarmKeeper, facts: list[Fact], now: float) -> int:
                 if fact.pinned:
                     vault.append(fact)       # insert_pulled skips what was forgotten here
                 continue
-            unseen_supersession = fact.superseded_by is not None and known.superseded_by is None
-            if fact.changed_at > known.changed_at or unseen_supersession:
-                _replace(warm, known, fact, now)
-                changed += 1
+            merged = merge_versions(known, fact)
+            if merged == known:
+                if fact.changed_at > known.changed_at and _parts(known) != _parts(fact):
+                    # Both our parts are newer than the cloud's later-stamped row (another
+                    # device's merge without them): ours must replace it, stamped past it.
+                    store.enqueue_change(known.id, now, part=None)
+                continue
+            _replace(warm, known, merged, now)
+            changed += 1
+            if _parts(merged) != _parts(fact):
+                # Neither version whole (each device changed a different part): the merge
+                # goes back to the cloud, and from there to the other devices.
+                store.enqueue_change(known.id, now, part=None)
     return changed + (insert_pulled(warm, vault, now) if vault else 0)
+
+
+def _flags(fact: Fact) -> tuple[bool, bool]:
+    return fact.pinned, fact.private
+
+
+def _content(fact: Fact) -> tuple:
+    return fact.text, fact.category, fact.importance, fact.metadata, fact.superseded_by
+
+
+def _parts(fact: Fact) -> tuple:
+    return _content(fact), _flags(fact)
+
+
+def merge_versions(known: Fact, pulled: Fact) -> Fact:
+    """This device's version of a fact merged with another device's (README "Changes on
+    several devices"): the content from the version whose content changed later, the flags
+    from the one whose flags did, each with its clock (a tie goes to the later version
+    overall); a supersession this device has not seen is taken whole whatever the clocks say
+    (a superseded fact is not pinned here, so no pin of ours goes with it).
+    Returns `known` itself when the pulled version brings nothing newer."""
+    later = pulled.changed_at > known.changed_at
+
+    def theirs(mine: float, other: float) -> bool:
+        return other > mine or (other == mine and later)
+
+    unseen_supersession = pulled.superseded_by is not None and known.superseded_by is None
+    take_content = unseen_supersession or theirs(known.content_changed_at, pulled.content_changed_at)
+    take_flags = unseen_supersession or theirs(known.flags_changed_at, pulled.flags_changed_at)
+    if not (take_content or take_flags) or (
+            _parts(known) == _parts(pulled) and not later):
+        return known
+    content = pulled if take_content else known
+    flags = pulled if take_flags else known
+    return msgspec.structs.replace(
+        content, pinned=flags.pinned, private=flags.private,
+        flags_changed_at=flags.flags_changed_at,
+        content_changed_at=content.content_changed_at,
+        changed_at=max(known.changed_at, pulled.changed_at))
 
 
 def _replace(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> None:
@@ -105,11 +158,12 @@ def _replace(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> None:
     key, body = key_and_body_of(new)
     conn.execute("UPDATE facts SET text = ?, category = ?, importance = ?, metadata = ?, "
                  "norm_key = ?, size = ?, superseded_by = ?, pinned = ?, private = ?, tier = ?, "
-                 "changed_at = ?, access_count = ?, last_access = ?, speaker = ? WHERE id = ?",
+                 "changed_at = ?, flags_changed_at = ?, access_count = ?, last_access = ?, "
+                 "speaker = ? WHERE id = ?",
                  (new.text, new.category, new.importance, encoder.encode(new.metadata).decode(),
                   key_digest(key), fact_size(new.text, new.metadata), new.superseded_by,
-                  int(new.pinned), int(new.private), new.tier, new.changed_at, new.access_count,
-                  new.last_access, new.speaker, known.id))
+                  int(new.pinned), int(new.private), new.tier, new.changed_at,
+                  new.flags_changed_at, new.access_count, new.last_access, new.speaker, known.id))
     if content:
         store.reindex_fact(known.id, body)
     # The counts hold live facts per (category, tier): take the old place out, the new one in.

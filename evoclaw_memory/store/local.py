@@ -100,12 +100,14 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
 
     def insert_fact(self, fact: Fact, norm_key: str, size: int, body: str) -> None:
         cur = self.conn.execute(
-            f"INSERT INTO facts ({FACT_COLUMNS}, norm_key, size, pinned, private, changed_at, speaker) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO facts ({FACT_COLUMNS}, norm_key, size, pinned, private, changed_at, "
+            "content_changed_at, flags_changed_at, speaker) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (fact.id, fact.text, fact.category, fact.importance, fact.created_at,
              fact.last_access, fact.access_count, encoder.encode(fact.metadata).decode(),
              fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size,
-             int(fact.pinned), int(fact.private), fact.changed_at, fact.speaker))
+             int(fact.pinned), int(fact.private), fact.changed_at, fact.content_changed_at,
+             fact.flags_changed_at, fact.speaker))
         self.conn.execute("INSERT INTO fts_pending (fact_rowid, body) VALUES (?, ?)",
                           (cur.lastrowid, body))
         self.add_aliases(cur.lastrowid, fact.text)
@@ -118,7 +120,8 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
                  fact.last_access, fact.access_count,
                  "{}" if fact.metadata.is_empty() else encoder.encode(fact.metadata).decode(),
                  fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size,
-                 int(fact.pinned), int(fact.private), fact.changed_at, fact.speaker), body)
+                 int(fact.pinned), int(fact.private), fact.changed_at, fact.content_changed_at,
+                 fact.flags_changed_at, fact.speaker), body)
     def get_fact(self, fact_id: str) -> Optional[Fact]:
         row = self.conn.execute(f"SELECT {FACT_AND_FLAGS} FROM facts WHERE id = ?",
                                 (fact_id,)).fetchone()

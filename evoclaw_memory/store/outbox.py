@@ -3,14 +3,21 @@ has acknowledged (for verify)."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from typing import Any, Optional
+import threading
+from typing import Any, Iterator, Optional
+
+# Set (in the change's own transaction) when a change pulled from the cloud moved this
+# device's tree (a node, the counts) while the state push was held back: see state_deferred.
+KV_STATE_OWED = "sync.state_owed"
 
 
 class OutboxMixin:
     """LocalStore's queue for the cloud (facts and the coalesced critical state)."""
 
     conn: sqlite3.Connection
+    _state_deferred_by: Optional[int] = None     # the thread inside state_deferred()
 
     def enqueue_fact(self, fact_id: str, now: float) -> None:
         """Queue a fact for the cloud; a fact already queued keeps its place, one version on."""
@@ -20,20 +27,50 @@ class OutboxMixin:
                           "ON CONFLICT(kind, ref) DO UPDATE SET version = version + 1",
                           (fact_id, now))
 
-    def enqueue_change(self, fact_id: str, now: float) -> None:
+    def enqueue_change(self, fact_id: str, now: float, part: Optional[str] = "content") -> None:
         """Queue a change of a stored fact (content, flags, supersession, category) for the
         cloud and the owner's other devices: its changed_at moves on first. Never backwards,
         and past the version this device holds (maybe another device's, from a clock ahead
         of ours), so a change made after seeing a version always wins over that version."""
         self.conn.execute("UPDATE facts SET changed_at = max(?, changed_at + 0.001) WHERE id = ?",
                           (now, fact_id))
+        # The changed part's own clock moves with it ("content" or "flags"); None for a merge
+        # of two devices' versions, whose parts keep the clocks they came with.
+        if part is not None:
+            column = {"content": "content_changed_at", "flags": "flags_changed_at"}[part]
+            self.conn.execute(f"UPDATE facts SET {column} = changed_at WHERE id = ?", (fact_id,))
         self.enqueue_fact(fact_id, now)
 
-    def enqueue_state(self, now: float) -> None:
-        """Queue the critical state (hot + tree); coalesced: one entry, moved to the end."""
+    def enqueue_state(self, now: float, counts_only: bool = False) -> None:
+        """Queue the critical state (hot + tree); coalesced: one entry, moved to the end.
+
+        Inside state_deferred() nothing is queued: a change of the tree's nodes only notes
+        KV_STATE_OWED, and one of its counts alone (`counts_only`) nothing at all."""
+        if self._state_deferred_by == threading.get_ident():
+            if counts_only:
+                return
+            self.conn.execute("INSERT INTO kv (key, value) VALUES (?, '1') ON CONFLICT(key) "
+                              "DO UPDATE SET value = '1'", (KV_STATE_OWED,))
+            return
         self.conn.execute("DELETE FROM outbox WHERE kind = 'state'")
         self.conn.execute("INSERT INTO outbox (kind, ref, created_at) VALUES ('state', 'state', ?)",
                           (now,))
+
+    @contextlib.contextmanager
+    def state_deferred(self) -> Iterator[None]:
+        """Apply changes pulled from the cloud without queuing a push of the critical state.
+
+        What a pull does to the tree is what the pushing device already did to its own, and
+        pushed with its state in the same request: the counts follow from the same facts on
+        every device, so they need not go back at once (they travel with this device's next
+        push of the state). Whether the cloud's state lacks a node the pull added is decided
+        by the sync engine, which sees that state in the same answer (KV_STATE_OWED). Only
+        the calling thread is affected (a store may be shared by a server's threads)."""
+        before, self._state_deferred_by = self._state_deferred_by, threading.get_ident()
+        try:
+            yield
+        finally:
+            self._state_deferred_by = before
 
     def outbox(self, limit: Optional[int] = None) -> list[tuple[int, str, str]]:
         """(seq, kind, ref) in drain order."""

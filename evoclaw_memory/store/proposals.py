@@ -8,7 +8,9 @@ device: they are the main agent's inbox, not memory.
 
 from __future__ import annotations
 
-import json
+# `json` is imported in the functions that use it: a CLI run of store/retrieve/context/hot
+# starts without it (start-up time, one process per agent turn).
+
 from typing import Any, Optional
 
 import msgspec
@@ -37,6 +39,7 @@ class Proposal(msgspec.Struct, omit_defaults=True):
 
 
 def _row(r: tuple) -> Proposal:
+    import json
     return Proposal(id=r[0], store=r[1], content=json.loads(r[2]), confidence=r[3], actor=r[4],
                     created_at=r[5], status=r[6], decided_at=r[7], decided_by=r[8],
                     reason=r[9], result=r[10])
@@ -49,6 +52,7 @@ class ProposalKeeper:
         self.store = store
 
     def add(self, proposal: Proposal) -> Proposal:
+        import json
         with self.store.transaction():
             self.store.conn.execute(
                 f"INSERT INTO proposals ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'pending', "

@@ -54,7 +54,7 @@ class VaultKeeper:
             if fact.tier == "cold":          # back onto the device, where the vault lives
                 store.adjust_counts(fact.category, warm=1, cold=-1)
                 store.enqueue_state(now)
-            store.enqueue_change(fact.id, now)
+            store.enqueue_change(fact.id, now, part="flags")
             store.audit("pin", fact.id, f"{size} bytes actor={actor}", now)
         return msgspec.structs.replace(fact, pinned=True, tier="warm")
 
@@ -64,7 +64,7 @@ class VaultKeeper:
         with self.store.transaction():
             # It stays warm for now; from here on it decays and may be evicted like any fact.
             self.store.conn.execute("UPDATE facts SET pinned = 0 WHERE id = ?", (fact.id,))
-            self.store.enqueue_change(fact.id, now)
+            self.store.enqueue_change(fact.id, now, part="flags")
             self.store.audit("unpin", fact.id, f"actor={actor}", now)
         return msgspec.structs.replace(fact, pinned=False)
 
@@ -74,6 +74,6 @@ class VaultKeeper:
         with self.store.transaction():
             self.store.conn.execute("UPDATE facts SET private = ? WHERE id = ?",
                                     (int(private), fact.id))
-            self.store.enqueue_change(fact.id, now)
+            self.store.enqueue_change(fact.id, now, part="flags")
             self.store.audit("private" if private else "shared", fact.id, f"actor={actor}", now)
         return msgspec.structs.replace(fact, private=private)

@@ -153,4 +153,4 @@ class WarmKeeper:
         self.store.audit_many(op, [(f.id, f"archived {f.category}") for f in moved], now)
         if fact_ids:
             self.store.incr_metric("evictions", len(fact_ids))
-            self.store.enqueue_state(now)
+            self.store.enqueue_state(now, counts_only=True)

@@ -6,7 +6,9 @@ state and never mutates its input.
 
 from __future__ import annotations
 
-import copy
+# `copy` is imported in the functions that use it: a CLI run of store/retrieve/context/hot
+# starts without it (start-up time, one process per agent turn).
+
 import datetime as dt
 from typing import Any, Callable
 
@@ -39,6 +41,7 @@ def state_size(state: HotState) -> int:
 def apply_update(state: HotState, key: str, value: Any, now: float,
                  new_id: Callable[[], str]) -> HotState:
     """Apply one `hot --update KEY JSON` and prune to the limits. Raises ValidationError."""
+    import copy
     if key not in UPDATE_KEYS:
         raise ValidationError(f"unknown hot memory key {key!r}; expected one of "
                               f"{', '.join(UPDATE_KEYS)}")
@@ -180,6 +183,7 @@ TOMBSTONE_MAX = 64
 
 def prune(state: HotState, now: float) -> HotState:
     """Enforce the count limits, then drop entries until the size fits (SPEC §1 order)."""
+    import copy
     state = copy.deepcopy(state)
     ctx = state.active_context
 
@@ -253,6 +257,7 @@ def render_markdown(state: HotState, now: float, max_bytes: int = HOT_MAX_BYTES)
 
 
 def _drop_one(state: HotState) -> HotState | None:
+    import copy
     state = copy.deepcopy(state)
     ctx = state.active_context
     if state.critical_lessons:

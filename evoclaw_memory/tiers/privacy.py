@@ -9,7 +9,9 @@ session others see) gets a rendering without any private item, told how many it 
 
 from __future__ import annotations
 
-import copy
+# `copy` is imported in the functions that use it: a CLI run of store/retrieve/context/hot
+# starts without it (start-up time, one process per agent turn).
+import functools
 import re
 from typing import Optional
 
@@ -25,16 +27,22 @@ family kids children partner
 identity documents document ids passport
 """.split())
 
-# Words that make a text private wherever it is filed (English stems and Chinese words):
-# health, finance, credentials and identity documents.
-_PRIVATE_WORDS = re.compile(
+@functools.cache
+def _private_words() -> re.Pattern[str]:
+    """Words that make a text private wherever it is filed (English stems and Chinese
+    words): health, finance, credentials and identity documents. Compiled on first use
+    (~1 ms every CLI process paid at import; only a new fact's default needs it)."""
+    return re.compile(_PRIVATE_PATTERN, re.I)
+
+
+_PRIVATE_PATTERN = (
     r"\b(?:allerg\w*|anaphyla\w*|epipen|diagnos\w*|medication\w*|prescri\w*|diabet\w*|asthma|"
     r"pregnan\w*|therap\w*|pin(?:\s*(?:code|number))?|passwords?|passcodes?|passphrases?|"
     r"api[\s_-]?keys?|ssn|social\s+security|passport|driver'?s\s+licen[cs]e|iban|"
     r"bank\s+account|credit\s+card|debit\s+card|card\s+number|account\s+number|salary|"
     r"mortgage|debt)\b"
-    r"|过敏|诊断|药物|病历|怀孕|密码|口令|银行|信用卡|账号|工资|护照|身份证|驾照|社保",
-    re.I)
+    r"|过敏|诊断|药物|病历|怀孕|密码|口令|银行|信用卡|账号|工资|护照|身份证|驾照|社保"
+)
 
 
 def private_category(path: str) -> bool:
@@ -44,7 +52,7 @@ def private_category(path: str) -> bool:
 
 def private_text(text: str) -> bool:
     """True when the words themselves are private (an allergy, a PIN, a passport ...)."""
-    return _PRIVATE_WORDS.search(text) is not None
+    return _private_words().search(text) is not None
 
 
 def default_private(category: str, text: str, given: Optional[bool] = None) -> bool:
@@ -57,6 +65,7 @@ def default_private(category: str, text: str, given: Optional[bool] = None) -> b
 def shared_hot(state: HotState) -> tuple[HotState, int]:
     """The hot state a shared session may see, and how many items were left out: no owner
     profile, no private lesson, event, task or project."""
+    import copy
     shared = copy.deepcopy(state)
     omitted = len(shared.owner_profile)
     shared.owner_profile = {}
