@@ -96,7 +96,9 @@ def _sealed(rows: list[tuple], state: str) -> tuple[list[tuple], str, str]:
         fact = Fact(id=r[0], text=r[2], category=r[3], importance=r[4], created_at=r[5],
                     last_access=r[9], metadata=msgspec.json.decode(r[7], type=Metadata),
                     source=r[8])
-        sealed.append(codec.fact_args(AGENT, r[11], fact))
+        # The bench writes the 12 columns of COLS; the later ones (flags, change clocks,
+        # speaker) are zero/NULL for these facts, as their defaults in the cloud table are.
+        sealed.append(codec.fact_args(AGENT, r[11], fact)[:len(COLS.split(","))])
     return sealed, codec.state_data(decode_state(state)), encode_record(record)
 
 
