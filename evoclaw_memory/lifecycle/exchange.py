@@ -19,6 +19,7 @@ from evoclaw_memory import validate
 from evoclaw_memory.errors import ValidationError
 from evoclaw_memory.limits import FACT_MAX_TEXT
 from evoclaw_memory.models import Fact, Metadata
+from evoclaw_memory.store.control import FactVersion, versions_by_fact
 from evoclaw_memory.store.local import LocalStore
 from evoclaw_memory.store.rows import FACT_AND_FLAGS, FACT_COLUMNS, fact_from_row
 from evoclaw_memory.store.tree_keeper import key_and_body_of
@@ -44,16 +45,6 @@ class Node(msgspec.Struct, tag_field="type", tag="node"):
     description: str = ""
 
 
-class Version(msgspec.Struct):
-    version: int
-    text: str
-    category: str
-    importance: float
-    metadata: Metadata
-    replaced_at: float
-    actor: str
-
-
 class ExportedFact(msgspec.Struct, tag_field="type", tag="fact", forbid_unknown_fields=True):
     id: str
     text: str
@@ -66,7 +57,7 @@ class ExportedFact(msgspec.Struct, tag_field="type", tag="fact", forbid_unknown_
     source: str
     tier: Literal["warm", "cold"]
     superseded_by: Optional[str]
-    versions: list[Version] = []
+    versions: list[FactVersion] = []
     pinned: bool = False          # older exports have neither: read as not pinned, shared
     private: bool = False
     # The last change's time (the sync's later-change-wins clock); older exports have none:
@@ -100,17 +91,6 @@ def _opened(target: Union[str, Path, IO[str]], mode: str) -> Iterator[IO[str]]:
         yield target
 
 
-def _versions(store: LocalStore) -> dict[str, list[Version]]:
-    out: dict[str, list[Version]] = {}
-    meta = msgspec.json.Decoder(Metadata)
-    for fid, *row in store.conn.execute(
-            "SELECT fact_id, version, text, category, importance, metadata, replaced_at, actor "
-            "FROM fact_versions ORDER BY fact_id, version"):
-        out.setdefault(fid, []).append(Version(row[0], row[1], row[2], row[3],
-                                               meta.decode(row[4]), row[5], row[6]))
-    return out
-
-
 def export(mem: "OwnerControl", target: Union[str, Path, IO[str]], fmt: str) -> int:
     """Write the memory to `target` as jsonl or markdown; returns the facts written."""
     store = mem.store
@@ -119,7 +99,7 @@ def export(mem: "OwnerControl", target: Union[str, Path, IO[str]], fmt: str) -> 
     with _opened(target, "w") as out:
         if fmt == "markdown":
             return _markdown(mem, out)
-        versions = _versions(store)
+        versions = versions_by_fact(store)
         buffer: list[bytes] = [_encoder.encode(Header(FORMAT, FORMAT_VERSION,
                                                       mem.config.agent_id))]
         buffer += [_encoder.encode(Node(n.path, n.description)) for n in store.tree_nodes()]

@@ -38,6 +38,23 @@ class FactVersion(msgspec.Struct):
     actor: str
 
 
+_VERSION_COLUMNS = "version, text, category, importance, metadata, replaced_at, actor"
+
+
+def _version(row: tuple) -> FactVersion:
+    return FactVersion(version=row[0], text=row[1], category=row[2], importance=row[3],
+                       metadata=_metadata_decoder.decode(row[4]), replaced_at=row[5], actor=row[6])
+
+
+def versions_by_fact(store: LocalStore) -> dict[str, list[FactVersion]]:
+    """Every fact's earlier versions (the export's history), oldest first."""
+    out: dict[str, list[FactVersion]] = {}
+    for fact_id, *row in store.conn.execute(
+            f"SELECT fact_id, {_VERSION_COLUMNS} FROM fact_versions ORDER BY fact_id, version"):
+        out.setdefault(fact_id, []).append(_version(tuple(row)))
+    return out
+
+
 class HistoryEvent(msgspec.Struct):
     """One thing that happened to a fact: stored, edited, reinforced, superseded, forgotten."""
 
@@ -270,11 +287,9 @@ class ControlKeeper:
         return [fact_from_row(r) for r in rows]
 
     def versions(self, fact_id: str) -> list[FactVersion]:
-        return [FactVersion(version=r[0], text=r[1], category=r[2], importance=r[3],
-                            metadata=_metadata_decoder.decode(r[4]), replaced_at=r[5], actor=r[6])
-                for r in self.store.conn.execute(
-                    "SELECT version, text, category, importance, metadata, replaced_at, actor "
-                    "FROM fact_versions WHERE fact_id = ? ORDER BY version", (fact_id,))]
+        return [_version(r) for r in self.store.conn.execute(
+            f"SELECT {_VERSION_COLUMNS} FROM fact_versions WHERE fact_id = ? ORDER BY version",
+            (fact_id,))]
 
     def history(self, fact_id: str) -> FactHistory:
         """Versions, supersessions, reinforcements and the forget of one fact, with times and
