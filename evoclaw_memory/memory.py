@@ -478,11 +478,11 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
 
     def insert_pulled(self, facts: list[Fact]) -> int:
         """Store facts another device pushed (not queued back to the cloud)."""
-        return self.linked(intake.insert_pulled(self.warm, facts, self.clock()), batch=None)
+        return self.linked(intake.insert_pulled(self.warm, facts, self.clock()))
 
     def apply_changes(self, facts: list[Fact]) -> int:
         """Take other devices' newer versions of facts held here (pulled; not queued back)."""
-        return self.linked(intake.apply_changed(self.warm, facts, self.clock()), batch=None)
+        return self.linked(intake.apply_changed(self.warm, facts, self.clock()))
 
     def install_state(self, state, keep_counts: bool) -> None:
         """Replace hot memory and the tree with a restored critical state."""

@@ -107,9 +107,10 @@ class EntityGraph:
 
     # -- linking facts ---------------------------------------------------------------------
 
-    def linked(self, value: _T, batch: Optional[int] = STORE_CALL_BATCH) -> _T:
-        """`value`, once the facts just stored are linked to their entities."""
-        self.link_new_facts(batch)
+    def linked(self, value: _T) -> _T:
+        """`value`, once every fact not yet linked (the ones just stored among them) is
+        linked to its entities."""
+        self.link_new_facts(batch=None)
         return value
 
     def link_new_facts(self, batch: Optional[int] = CATCH_UP_BATCH) -> int:
