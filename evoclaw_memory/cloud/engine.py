@@ -163,6 +163,23 @@ class SyncEngine:
             report.requeued = len(missing) + int(state_missing)
         return report
 
+    def _apply_pulled(self, report: SyncReport, pulled: list[Fact], changed: list[Fact],
+                      tombstones: list[tuple[int, str]], cursor_after: int, change_after: int,
+                      change_cursor: int) -> None:
+        """Store what a push brought back and move the pull cursors, in one transaction."""
+        with self.store.transaction(), self.store.state_deferred():
+            if pulled:
+                report.pulled_facts += self.local.insert_pulled(pulled)
+            if changed and hasattr(self.local, "apply_changes"):
+                report.changed += self.local.apply_changes(changed)
+            if tombstones and hasattr(self.local, "apply_tombstones"):
+                report.forgotten += self.local.apply_tombstones([i for _, i in tombstones])
+            if tombstones:
+                self.store.set_setting(KV_TOMBSTONE_CURSOR, str(max(r for r, _ in tombstones)))
+            self.store.set_setting(KV_PULL_CURSOR, str(cursor_after))
+            if change_after != change_cursor:
+                self.store.set_setting(KV_CHANGE_CURSOR, str(change_after))
+
     def sync(self) -> SyncReport:
         """Drain the outbox and pull; raises Unavailable (work stays queued) or DeviceRevoked."""
         started = time.perf_counter()
@@ -266,19 +283,11 @@ class SyncEngine:
             # The pull cursors move in the SAME transaction as what they pulled is stored: a
             # crash (or an error) in between would otherwise skip those rows for good on this
             # device. If applying fails, nothing moves and the next sync pulls them again.
-            with self.store.transaction(), self.store.state_deferred():
-                if pulled:
-                    report.pulled_facts += self.local.insert_pulled(pulled)
-                if changed and hasattr(self.local, "apply_changes"):
-                    report.changed += self.local.apply_changes(changed)
-                if result.tombstones and hasattr(self.local, "apply_tombstones"):
-                    report.forgotten += self.local.apply_tombstones([i for _, i in result.tombstones])
-                if result.tombstones:
-                    self.store.set_setting(KV_TOMBSTONE_CURSOR,
-                                           str(max(r for r, _ in result.tombstones)))
-                self.store.set_setting(KV_PULL_CURSOR, str(cursor_after))
-                if change_after != change_cursor:
-                    self.store.set_setting(KV_CHANGE_CURSOR, str(change_after))
+            # Nothing pulled and no cursor moved (the usual push): no second commit (fsync).
+            if pulled or changed or result.tombstones or cursor_after != cursor \
+                    or change_after != change_cursor:
+                self._apply_pulled(report, pulled, changed, result.tombstones, cursor_after,
+                                   change_after, change_cursor)
             if result.remote is not None and result.remote.state is not None:
                 # Another device wrote a newer state (or won the race): merge, then push the
                 # merge if it differs from theirs, against their version.
