@@ -16,6 +16,7 @@ from evoclaw_memory.cloud.codec import encode_state
 from evoclaw_memory.cloud.sql import Stmt
 
 from .data import Generator, build_tree
+from .oldpush import run_old_agent
 from .paths import run_paths
 from .pulls import run_pulls
 from .util import (AreaResult, Cloud, Workspace, human_bytes, log, median, memory, p50_p95,
@@ -41,6 +42,7 @@ def run(ws: Workspace) -> AreaResult:
         res = plain.report(res, rounds)
         run_paths(ws, cloud, res)          # the paths users take (bench/paths.py)
         run_pulls(ws, cloud, res)          # two devices of one agent (bench/pulls.py)
+        run_old_agent(ws, cloud, res, res.data["push"])   # 100k archived facts (bench/oldpush.py)
     enc = sealed.report(AreaResult("sync-encrypted", TITLE), rounds)
     plain_p95, enc_p95 = res.data["push"]["p95"], enc.data["push"]["p95"]
     plain_p50, enc_p50 = res.data["push"]["p50"], enc.data["push"]["p50"]

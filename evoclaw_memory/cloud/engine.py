@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Optional, Protocol
+from typing import Callable, Optional, Protocol
 
 import msgspec
 
@@ -21,9 +21,11 @@ from evoclaw_memory.models import Fact
 from evoclaw_memory.store.local import LocalStore
 from evoclaw_memory.store.outbox import KV_STATE_OWED
 from evoclaw_memory.cloud.codec import CriticalState
+from evoclaw_memory.cloud.protocol import PushResult
 from evoclaw_memory.cloud.remote import Remote
 
 BATCH_SIZE = 500             # facts per request: keeps one request well under a megabyte
+PULL_PAGE = 200              # rows of each feed one push brings back
 MAX_CONFLICT_ROUNDS = 5      # merges in one sync before giving up (another device is busy)
 OUTBOX_MAX_FACTS = 100_000   # offline queue bound; past it, facts are re-sent from the store
 
@@ -156,7 +158,8 @@ class SyncEngine:
                     self.store.set_setting(KV_REMOTE_VERSION, str(behind))
                     self.store.enqueue_state(now)
                 if counts.max_rowid < cursor:
-                    # Rows written after the loss get rowids below the old cursor: pull them.
+                    # Rows written after the loss get rowids at or below the old cursor
+                    # (SQLite's new rowid is the table's largest + 1): pull them.
                     self.store.set_setting(KV_PULL_CURSOR, str(counts.max_rowid))
                 self.store.audit("sync.verify", "cloud", f"{len(missing)} missing fact(s)"
                                  f"{', critical state missing' if state_missing else ''}")
@@ -164,8 +167,8 @@ class SyncEngine:
         return report
 
     def _apply_pulled(self, report: SyncReport, pulled: list[Fact], changed: list[Fact],
-                      tombstones: list[tuple[int, str]], cursor_after: int, change_after: int,
-                      change_cursor: int) -> None:
+                      tombstones: list[tuple[int, str]], cursors: tuple[int, int, int],
+                      before: tuple[int, int, int]) -> None:
         """Store what a push brought back and move the pull cursors, in one transaction."""
         with self.store.transaction(), self.store.state_deferred():
             if pulled:
@@ -174,14 +177,21 @@ class SyncEngine:
                 report.changed += self.local.apply_changes(changed)
             if tombstones and hasattr(self.local, "apply_tombstones"):
                 report.forgotten += self.local.apply_tombstones([i for _, i in tombstones])
-            if tombstones:
-                self.store.set_setting(KV_TOMBSTONE_CURSOR, str(max(r for r, _ in tombstones)))
-            self.store.set_setting(KV_PULL_CURSOR, str(cursor_after))
-            if change_after != change_cursor:
-                self.store.set_setting(KV_CHANGE_CURSOR, str(change_after))
+            self._move_cursors(cursors, before)
 
-    def sync(self) -> SyncReport:
-        """Drain the outbox and pull; raises Unavailable (work stays queued) or DeviceRevoked."""
+    def _move_cursors(self, cursors: tuple[int, int, int], before: tuple[int, int, int]) -> None:
+        """Write the pull cursors (new facts, changes, tombstones) that moved."""
+        for key, value, old in zip((KV_PULL_CURSOR, KV_CHANGE_CURSOR, KV_TOMBSTONE_CURSOR),
+                                   cursors, before):
+            if value != old:
+                self.store.set_setting(key, str(value))
+
+    def sync(self, on_acknowledged: Optional[Callable[[], None]] = None) -> SyncReport:
+        """Drain the outbox and pull; raises Unavailable (work stays queued) or DeviceRevoked.
+
+        `on_acknowledged` runs once, inside the transaction that records the first answer
+        (the caller's bookkeeping, e.g. metrics, rides that commit instead of an fsync of
+        its own)."""
         started = time.perf_counter()
         report = SyncReport()
         compact_outbox(self.store, OUTBOX_MAX_FACTS)
@@ -221,7 +231,7 @@ class SyncEngine:
                                           facts, state, expected, cursor,
                                           forgotten=[ref for _, ref, _ in forgets],
                                           revived=[ref for _, ref, _ in revives],
-                                          tombstones_after=tomb_cursor,
+                                          pull_limit=PULL_PAGE, tombstones_after=tomb_cursor,
                                           changes_after=change_cursor)
             except (ValidationError, RemoteError) as exc:
                 report.requests += 1
@@ -236,25 +246,11 @@ class SyncEngine:
                 self.local.wipe_local()
                 raise DeviceRevoked("this device was revoked by its owner: its local memory "
                                     "has been wiped; restore on a trusted device")
-            pulled = [f for _, f in result.pulled]
-            cursor_after = max([cursor] + [r for r, _ in result.pulled])
-            # Rows sealed under a data key this device has not seen (a rotation on another
-            # device) are not skipped: the cursor stops before them, the keyring is refreshed
-            # and they are pulled again.
-            newer_key = [r for r, why in result.unreadable if "not in this keyring" in why]
-            if newer_key:
-                cursor_after = max(cursor, min(newer_key) - 1)
-                pulled = [f for r, f in result.pulled if r <= cursor_after]
-            # Other devices' changes, by the same rule: stop before a row under a newer key.
-            changed = [f for _, f in result.changed]
-            change_after = max([change_cursor] + [q for q, _ in result.changed])
-            newer_changes = [q for q, why in result.unreadable_changes if "not in this keyring" in why]
-            if newer_changes:
-                change_after = max(change_cursor, min(newer_changes) - 1)
-                changed = [f for q, f in result.changed if q <= change_after]
-                newer_key = newer_key or newer_changes
-            elif result.unreadable_changes:
-                change_after = max([change_after] + [q for q, _ in result.unreadable_changes])
+            pulled, changed, cursors, newer_key = _after_pull(result, cursor, change_cursor,
+                                                              tomb_cursor)
+            # The usual push pulls nothing: its cursors (moved past this device's own rows)
+            # ride the acknowledging commit. What was pulled moves them with its own commit.
+            took = bool(pulled or changed or result.tombstones)
             with self.store.transaction():
                 self.store.ack_sent([(seq, ver) for seq, _, ver in fact_entries + forgets + revives])
                 self.store.clear_rejected("fact", [ref for _, ref, _ in fact_entries])
@@ -269,6 +265,11 @@ class SyncEngine:
                     # state we acknowledged from another one under the same version number.
                     self.store.set_setting(KV_STATE_NONCE, result.nonce or "")
                 self.store.set_setting(KV_LAST_PUSH, repr(time.time()))
+                if on_acknowledged is not None:
+                    on_acknowledged()
+                    on_acknowledged = None
+                if not took:
+                    self._move_cursors(cursors, (cursor, change_cursor, tomb_cursor))
                 if resync is not None and resync_at is not None:
                     # The resync page moves on only now that the cloud has committed it.
                     self.store.set_setting("sync.resync_cursor", str(resync_at[0]))
@@ -283,11 +284,9 @@ class SyncEngine:
             # The pull cursors move in the SAME transaction as what they pulled is stored: a
             # crash (or an error) in between would otherwise skip those rows for good on this
             # device. If applying fails, nothing moves and the next sync pulls them again.
-            # Nothing pulled and no cursor moved (the usual push): no second commit (fsync).
-            if pulled or changed or result.tombstones or cursor_after != cursor \
-                    or change_after != change_cursor:
-                self._apply_pulled(report, pulled, changed, result.tombstones, cursor_after,
-                                   change_after, change_cursor)
+            if took:
+                self._apply_pulled(report, pulled, changed, result.tombstones, cursors,
+                                   (cursor, change_cursor, tomb_cursor))
             if result.remote is not None and result.remote.state is not None:
                 # Another device wrote a newer state (or won the race): merge, then push the
                 # merge if it differs from theirs, against their version.
@@ -318,9 +317,10 @@ class SyncEngine:
                 refreshed = True
                 self.local.refresh_keys(self.remote)
                 continue
-            more_pull = (len(result.pulled) + len(result.unreadable) >= 200
-                         or len(result.tombstones) >= 200
-                         or len(result.changed) + len(result.unreadable_changes) >= 200) and not newer_key
+            more_pull = (len(result.pulled) + len(result.unreadable) >= PULL_PAGE
+                         or len(result.tombstones) >= PULL_PAGE
+                         or len(result.changed) + len(result.unreadable_changes) >= PULL_PAGE) \
+                and not newer_key
             if not self.store.outbox(limit=1) and not more_pull:
                 break
             if not (fact_entries or forgets or revives) and state_entry is None \
@@ -389,6 +389,44 @@ class SyncEngine:
         report.requests += 1
         self.remote.push(self.agent_id, self.device_id, self.device_name, facts, None,
                          expected, cursor, pull_limit=0)
+
+
+def _after_pull(result: PushResult, cursor: int, change_cursor: int, tomb_cursor: int
+                ) -> tuple[list[Fact], list[Fact], tuple[int, int, int], list[int]]:
+    """What a push pulled that this device takes now, where its three pull cursors go, and
+    the rows under a data key it has not seen (rowids or seqs; empty when none).
+
+    Rows sealed under a newer key (a rotation on another device) are not skipped: the cursor
+    stops before them, the keyring is refreshed and they are pulled again. A feed that gave
+    less than a page holds nothing more of other devices after the cursor, so the cursor
+    moves to the feed's top, past this device's own rows: the next pull reads only what
+    was written since (before, a one-device agent's cursor never moved, and every push
+    read every row of the archive after it)."""
+    pulled = [f for _, f in result.pulled]
+    cursor_after = max([cursor] + [r for r, _ in result.pulled])
+    newer_key = [r for r, why in result.unreadable if "not in this keyring" in why]
+    top_rowid, top_change, top_tomb = result.tops
+    if newer_key:
+        cursor_after = max(cursor, min(newer_key) - 1)
+        pulled = [f for r, f in result.pulled if r <= cursor_after]
+    elif len(result.pulled) + len(result.unreadable) < PULL_PAGE:
+        cursor_after = max(cursor_after, top_rowid)
+    # Other devices' changes, by the same rule: stop before a row under a newer key.
+    changed = [f for _, f in result.changed]
+    change_after = max([change_cursor] + [q for q, _ in result.changed])
+    newer_changes = [q for q, why in result.unreadable_changes if "not in this keyring" in why]
+    if newer_changes:
+        change_after = max(change_cursor, min(newer_changes) - 1)
+        changed = [f for q, f in result.changed if q <= change_after]
+    else:
+        if result.unreadable_changes:
+            change_after = max([change_after] + [q for q, _ in result.unreadable_changes])
+        if len(result.changed) + len(result.unreadable_changes) < PULL_PAGE:
+            change_after = max(change_after, top_change)
+    tomb_after = max([tomb_cursor] + [r for r, _ in result.tombstones])
+    if len(result.tombstones) < PULL_PAGE:
+        tomb_after = max(tomb_after, top_tomb)
+    return pulled, changed, (cursor_after, change_after, tomb_after), newer_key or newer_changes
 
 
 def refused_for_good(exc: BaseException) -> bool:

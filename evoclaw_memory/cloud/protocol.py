@@ -39,6 +39,9 @@ class PushResult(msgspec.Struct):
     tombstones: list[tuple[int, str]] = []   # (rowid, id) of facts other devices forgot
     changed: list[tuple[int, Fact]] = []     # (seq, fact as it now stands) other devices changed
     unreadable_changes: list[tuple[int, str]] = []   # (seq, why) of changed rows that did not open
+    # The newest rowid of the archive, seq of the change feed, rowid of the tombstones, as
+    # the push left them: where the pull cursors go once nothing of others' lies before.
+    tops: tuple[int, int, int] = (0, 0, 0)
 
 
 class ArchiveCounts(msgspec.Struct):
@@ -48,7 +51,7 @@ class ArchiveCounts(msgspec.Struct):
     buckets: dict[int, int] = {}
     state_version: Optional[int] = None
     state_nonce: Optional[str] = None
-    max_rowid: int = 0
+    max_rowid: int = 0           # the archive table's newest rowid (every agent's rows)
 
 
 class Device(msgspec.Struct):

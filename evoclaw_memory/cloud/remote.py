@@ -24,7 +24,8 @@ import msgspec
 
 from evoclaw_memory.cloud.codec import CriticalState, PlainCodec
 from evoclaw_memory.cloud.sql import SqlExecutor, Stmt
-from evoclaw_memory.cloud.statements import (BUCKET, CAS_STATE, CLEAR_SUPERSEDED, DELETE_FORGOTTEN, FACT_COLS,
+from evoclaw_memory.cloud.statements import (BUCKET, CAS_STATE, CLEAR_SUPERSEDED, DELETE_FORGOTTEN,
+                                             DEVICE_AND_TOPS, FACT_COLS, ROWID_MARK,
                                              LOG_CHANGES, MAX_CHANGE_SEQ, PAGE_AS_JSON, PAGE_AS_ROWS,
                                              PULL_CHANGES, PULL_NEW, PULL_TOMBSTONES, READ_BACK_STATE, ROW,
                                              STATEMENT_SPLIT, TOMBSTONE_IDS, UNLOG_FORGOTTEN, UPSERT_FACTS,
@@ -197,6 +198,7 @@ class SqlRemote:
             guard_args = (agent_id, device_id, agent_id)
         if forgotten:
             ids = msgspec.json.encode(list(forgotten)).decode()
+            stmts.append(Stmt(ROWID_MARK.format(guard=revoked), guard_args))
             stmts.append(Stmt(TOMBSTONE_IDS.format(guard=revoked),
                               (agent_id, now, device_id, ids, *guard_args)))
             stmts.append(Stmt(DELETE_FORGOTTEN.format(guard=revoked), (agent_id, ids, *guard_args)))
@@ -244,9 +246,7 @@ class SqlRemote:
         stmts.append(Stmt(
             READ_BACK_STATE,
             (new_version if state is not None else expected_version, nonce, nonce, agent_id)))
-        stmts.append(Stmt("SELECT (SELECT revoked_at FROM devices WHERE agent_id = ? AND "
-                          "device_id = ?), EXISTS (SELECT 1 FROM evoclaw_keys WHERE agent_id = ?)",
-                          (agent_id, device_id, agent_id)))
+        stmts.append(Stmt(DEVICE_AND_TOPS, (agent_id, device_id, agent_id, agent_id)))
         stmts.append(Stmt(PULL_NEW, (agent_id, pull_after, device_id, pull_limit)))
         results = self.sql.transaction(stmts)
         state_rows, device_rows, pulled_rows = results[-3].rows, results[-2].rows, results[-1].rows
@@ -283,7 +283,9 @@ class SqlRemote:
                           [(int(r[0]), str(r[1])) for r in results[tomb_at].rows],
                           changed=[] if changes_after is None else
                           self._paged(results[changes_at].rows, unreadable_changes),
-                          unreadable_changes=unreadable_changes)
+                          unreadable_changes=unreadable_changes,
+                          tops=(int(device_rows[0][2] or 0), int(device_rows[0][3] or 0),
+                                int(device_rows[0][4] or 0)))
 
     def pull_state(self, agent_id: str) -> Optional[RemoteState]:
         self._ready()
@@ -364,9 +366,11 @@ class SqlRemote:
         rows = self.sql.execute(
             "SELECT 'state', push_nonce, version FROM critical_state WHERE agent_id = ? "
             "UNION ALL "
-            "SELECT 'rowid', NULL, MAX(rowid) FROM cold_memories WHERE agent_id = ? UNION ALL "
+            # The table's newest rowid, not the agent's: a pull cursor at or below it misses
+            # nothing written later (pull cursors move past other agents' rows too).
+            "SELECT 'rowid', NULL, MAX(rowid) FROM cold_memories UNION ALL "
             f"SELECT 'bucket', {BUCKET} AS b, COUNT(*) FROM cold_memories WHERE agent_id = ? "
-            "GROUP BY b", (agent_id, agent_id, width, agent_id)).rows
+            "GROUP BY b", (agent_id, width, agent_id)).rows
         counts = ArchiveCounts()
         for kind, bucket, value in rows:
             if kind == "state":

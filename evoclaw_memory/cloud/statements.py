@@ -84,6 +84,14 @@ DELETE_FORGOTTEN = ("DELETE FROM cold_memories WHERE agent_id = ? AND id IN "
 # A forgotten fact leaves the change feed too (same "?" order as DELETE_FORGOTTEN).
 UNLOG_FORGOTTEN = ("DELETE FROM cold_changes WHERE agent_id = ? AND id IN "
                    "(SELECT value FROM json_each(?)) AND NOT EXISTS ({guard})")
+# Rowids never go back: a forget that deletes the newest rows of the table would let the next
+# insert take a rowid again that a device's pull cursor has already passed (SQLite gives a
+# new row the largest rowid + 1), and that device would never pull it. So a forget first
+# moves one content-free mark row (agent '', which no agent id matches) above the top, in
+# the same transaction. "?": the revoked guard's.
+ROWID_MARK = ("INSERT OR REPLACE INTO cold_memories (rowid, id, agent_id, text, category, "
+              "created_at, source) SELECT top + 1, '~rowid-mark', '', '', '', 0, 'rowid-mark' "
+              "FROM (SELECT MAX(rowid) AS top FROM cold_memories) WHERE NOT EXISTS ({guard})")
 # unsupersede: an upsert only ever sets the link, so clearing it is its own statement (the
 # row's sealed values are rewritten by the upsert of the same push).
 CLEAR_SUPERSEDED = ("UPDATE cold_memories SET superseded_by = NULL WHERE agent_id = ? AND id IN "
@@ -103,6 +111,17 @@ CAS_STATE = ("INSERT INTO critical_state (agent_id, data, updated_at, version, d
 READ_BACK_STATE = ("SELECT version, device_id, CASE WHEN version = ? AND (? IS NULL OR push_nonce = ?) "
                    "THEN NULL ELSE data END, updated_at, push_nonce FROM critical_state "
                    "WHERE agent_id = ?")
-# Other devices' new rows after the pull cursor (rowid).
+# Other devices' new rows after the pull cursor (rowid). The cursor also moves past this
+# device's own rows (to the tops below), so the scan covers only what was written since the
+# last sync, not every row this device ever pushed.
 PULL_NEW = (f"SELECT rowid, {FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND rowid > ? "
             "AND (device_id IS NULL OR device_id != ?) ORDER BY rowid LIMIT ?")
+# After a push: the device's revocation, whether the agent is encrypted, and the tops of the
+# three feeds a device pulls (rowids never go back, see ROWID_MARK; seqs are AUTOINCREMENT;
+# tombstones are never deleted), so a device that pulled everything of others after its
+# cursors can move them past its own rows. "?" order: agent_id, device_id, agent_id, agent_id.
+DEVICE_AND_TOPS = ("SELECT (SELECT revoked_at FROM devices WHERE agent_id = ? AND device_id = ?), "
+                   "EXISTS (SELECT 1 FROM evoclaw_keys WHERE agent_id = ?), "
+                   "(SELECT MAX(rowid) FROM cold_memories), "
+                   "(SELECT MAX(seq) FROM cold_changes WHERE agent_id = ?), "
+                   "(SELECT MAX(rowid) FROM cold_tombstones)")

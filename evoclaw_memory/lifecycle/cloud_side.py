@@ -209,13 +209,15 @@ def rotate_key(mem: "Memory", passphrase: Optional[str], recovery_key: Optional[
 
 def sync(mem: "Memory", remote: Any = None) -> Any:
     """Push the outbox, pull, continue a pending re-seal; count it in metrics."""
-    with remote_scope(mem, remote) as scoped:
-        report = mem.sync_engine(scoped).sync()
-        mem.reseal(scoped)         # after a key init/rotate: no-op once complete
-    with mem.store.transaction():
+    def count_it() -> None:
         mem.store.incr_metric("syncs")
         mem.store.set_metric("last_sync", mem.clock())
         note_schema(mem, scoped)
+
+    with remote_scope(mem, remote) as scoped:
+        # Counted in the commit that records the cloud's answer: one fsync less per sync.
+        report = mem.sync_engine(scoped).sync(on_acknowledged=count_it)
+        mem.reseal(scoped)         # after a key init/rotate: no-op once complete
     return report
 
 

@@ -270,8 +270,8 @@ class EntityKeeper:
         CPU)."""
         import json
         rows = self.conn.execute(
-            "SELECT id, name, kind, attributes, mentions, first_mentioned, last_mentioned, "
-            "manual FROM entities ORDER BY manual DESC, last_mentioned DESC, id LIMIT ?",
+            "SELECT id, name, kind, attributes, first_mentioned, last_mentioned, manual "
+            "FROM entities ORDER BY manual DESC, last_mentioned DESC, id LIMIT ?",
             (ENTITY_SYNC_MAX,)).fetchall()
         if not rows:
             return []
@@ -290,7 +290,7 @@ class EntityKeeper:
             relations.setdefault(entity_id, []).append(
                 EntityRelation(relation=relation, other=other))
         out = []
-        for entity_id, name, kind, attributes, mentions, first, last, manual in rows:
+        for entity_id, name, kind, attributes, first, last, manual in rows:
             names = aliases.get(entity_id)
             if names:
                 key = _norm(name)
@@ -300,7 +300,9 @@ class EntityKeeper:
                 # Most entities have no attributes: no JSON to parse for them.
                 attributes=json.loads(attributes) if attributes != "{}" else {},
                 relations=relations.get(entity_id, []),
-                mentions=mentions, first_mentioned=first or 0.0, last_mentioned=last or 0.0,
+                # Whole seconds; `mentions` stays home (install() keeps each device's own
+                # count of its links): a third fewer bytes in every push of the state.
+                first_mentioned=float(int(first or 0)), last_mentioned=float(int(last or 0)),
                 manual=bool(manual)))
         return out
 
