@@ -18,8 +18,10 @@ hypernyms' ("amoxicillin" -> "penicillin") and the telling words of the definiti
 used of milk and milk products from which the cream has been removed"), a word being telling
 when at most GLOSS_MAX_SHARE of the definitions use it. A related word must itself be used by
 VALUE_MIN_GLOSSES definitions ("hoummos", trade names: no). Nothing is picked by hand. Each
-line: the word, then a tab-separated column each for synonyms, hypernyms and gloss words
-(space-separated, may be empty), MAX_RELATIVES words at most in all.
+line: the word's stem (text.stem, the key a query looks up), the word, then a tab-separated
+column each for synonyms, hypernyms and gloss words (space-separated, may be empty),
+MAX_RELATIVES words at most in all; sorted by stem, in gzip members of ~16 KB indexed in the
+first (see write_word_list; `--rekey` rewrites the shipped file after text.stem changes).
 """
 
 from __future__ import annotations
@@ -111,37 +113,95 @@ def relatives(word: str, senses: list[tuple[str, str]], table: dict, held: Count
     return got
 
 
+CHUNK_BYTES = 16_000         # text per gzip member: a lookup decompresses one (~0.2 ms)
+HEADER_END = "# Columns: stem, word, synonyms, hypernyms, gloss words. Sorted by stem.\n"
+
+
+def write_word_list(out: Path, header: str, rows: list[list[str]]) -> int:
+    """Write rows [word, synonyms, hypernyms, gloss words] (in the order whose first word of a
+    stem wins) as the file related.py reads: one gzip stream, the header (with the index of
+    the later members) in the first member, ~CHUNK_BYTES of lines sorted by stem in each
+    later one. Returns the number of lines."""
+    import json
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from evoclaw_memory.retrieval.related import INDEX_PREFIX
+    from evoclaw_memory.text import stem
+    by_stem: dict[str, list[str]] = {}
+    for word, *columns in rows:
+        by_stem.setdefault(stem(word), [word, *columns])
+    lines = ["\t".join([key, *by_stem[key]]) for key in sorted(by_stem)]
+    members: list[tuple[str, bytes]] = []
+    start = 0
+    while start < len(lines):
+        end, size = start, 0
+        while end < len(lines) and (size < CHUNK_BYTES or end == start):
+            size += len(lines[end].encode("utf-8")) + 1
+            end += 1
+        text = ("\n".join(lines[start:end]) + "\n").encode("utf-8")
+        members.append((lines[start].split("\t", 1)[0], gzip.compress(text, compresslevel=9, mtime=0)))
+        start = end
+    index, offset = [], 0
+    for key, data in members:
+        index.append([key, offset, len(data)])
+        offset += len(data)
+    head = header + HEADER_END + INDEX_PREFIX + json.dumps(index, separators=(",", ":")) + "\n"
+    out.write_bytes(gzip.compress(head.encode("utf-8"), compresslevel=9, mtime=0)
+                    + b"".join(data for _, data in members))
+    return len(lines)
+
+
+def _shipped_rows(path: Path) -> tuple[str, list[list[str]]]:
+    """The header and rows of a shipped word list (either layout), for --rekey."""
+    header, rows = [], []
+    for line in gzip.decompress(path.read_bytes()).decode("utf-8").splitlines():
+        if line.startswith("# Columns:") or line.startswith("# index "):
+            continue
+        if line.startswith("#"):
+            header.append(line + "\n")
+        elif line:
+            parts = line.split("\t")
+            rows.append(parts[1:] if len(parts) == 5 else parts)
+    rows.sort(key=lambda r: r[0])      # the build's order: alphabetical, first word of a stem wins
+    return "".join(header), rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("wordnet", type=Path)
+    ap.add_argument("wordnet", type=Path, nargs="?")
     ap.add_argument("--senses", type=int, default=99)
+    ap.add_argument("--rekey", action="store_true",
+                    help="rewrite the shipped file with the current text.stem (after it changed)")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent
                     / "evoclaw_memory" / "retrieval" / "data" / "wordnet.tsv.gz")
     args = ap.parse_args()
+    if args.rekey:
+        header, rows = _shipped_rows(args.out)
+        n = write_word_list(args.out, header, rows)
+        print(f"{n} stems -> {args.out} ({args.out.stat().st_size} bytes)")
+        return
+    if args.wordnet is None:
+        ap.error("WORDNET_DICT_DIR is required (or --rekey)")
     # The licence asks that its notice appear on all copies, modified ones included.
     licence = (args.wordnet / "LICENSE").read_text(encoding="latin-1")
     table = synsets(args.wordnet)
     held = Counter(w for _, _, gloss in table.values() for w in set(_GLOSS_WORD.findall(gloss)))
     telling = {w for w, n in held.items() if VALUE_MIN_GLOSSES <= n <= GLOSS_MAX_SHARE * len(table)}
     keys = {lemma for lemmas, _, _ in table.values() for lemma in lemmas}
-    lines = []
+    rows = []
     for word, senses in sorted(senses_of(args.wordnet, args.senses).items()):
         if word not in keys or held[word] < KEY_MIN_GLOSSES:
             continue                                  # a name's lemma, or a word no gloss uses
         got = relatives(word, senses, table, held, telling)
         if any(got.values()):
-            lines.append("\t".join([word, *(" ".join(got[r]) for r in ("syn", "hyper", "gloss"))]))
+            rows.append([word, *(" ".join(got[r]) for r in ("syn", "hyper", "gloss"))])
     header = ("# English related words for retrieval across wording (evoclaw_memory/retrieval/related.py).\n"
               "# Derived by scripts/build_wordnet.py from WordNet 3.0 (Princeton University), whose\n"
               "# licence, copied verbatim from its LICENSE file, applies to this file:\n#\n"
-              + "".join(f"# {line}".rstrip() + "\n" for line in licence.strip().splitlines())
-              + "# Columns: word, synonyms, hypernyms, gloss words.\n")
-    # Gzipped: the text is ~2 MB, the install on a Pi should stay small (read once, lazily).
-    text = (header + "\n".join(lines) + "\n").encode("utf-8")
-    args.out.write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
-    print(f"{len(lines)} words -> {args.out} ({len(text)} bytes, {args.out.stat().st_size} gzipped)")
-
-
+              + "".join(f"# {line}".rstrip() + "\n" for line in licence.strip().splitlines()))
+    # Gzipped: the text is ~2 MB, the install on a Pi should stay small; read a member at a time.
+    n = write_word_list(args.out, header, rows)
+    print(f"{n} stems -> {args.out} ({args.out.stat().st_size} bytes)")
 
 
 if __name__ == "__main__":

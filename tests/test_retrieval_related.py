@@ -25,6 +25,28 @@ def test_the_word_list_ships_with_the_wordnet_licence_and_reads_stemmed():
     assert all(len(rels) <= related.MAX_RELATIVES for rels in out.values())
 
 
+def test_the_word_list_is_keyed_by_todays_stem_in_sorted_members():
+    """A query looks its word up by text.stem in one gzip member found by the index: a key
+    that is not the stem of its word, or out of order, would never be found. If text.stem
+    changes, `python scripts/build_wordnet.py --rekey` rewrites the file."""
+    from evoclaw_memory.text import stem
+    keys, spans, _ = related._chunks()
+    assert len(keys) > 50 and keys == sorted(keys)
+    seen = []
+    for i in range(len(spans)):
+        chunk = related._chunk(i)
+        assert min(chunk) == keys[i]
+        seen += sorted(chunk)
+    assert seen == sorted(seen) and len(seen) == len(set(seen)) > 10_000
+    text = gzip.decompress(
+        resources.files("evoclaw_memory.retrieval").joinpath("data", "wordnet.tsv.gz").read_bytes()
+    ).decode("utf-8")
+    rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
+    assert len(rows) == len(seen)
+    assert all(key == stem(word) for key, word, *_ in rows)
+    assert related.lookup("zzzzqx") is None and related.lookup("") is None
+
+
 def test_only_query_words_no_fact_holds_are_expanded_and_only_a_few():
     assert "aspirin" in related.related(["aspirin"], {})
     assert "aspirin" not in related.related(["aspirin"], {"aspirin": 3})
