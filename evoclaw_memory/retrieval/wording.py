@@ -3,6 +3,7 @@ rule that puts an older fact below the newer one that updates it."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -18,9 +19,15 @@ MAX_NGRAM = 3                 # names of up to three words ("Mary Ann Lee") are 
 MAX_EXTRA_TERMS = 12          # expansion terms per query (aliases + a navigator's terms)
 ASK_MIN_WORDS = 3             # sentences shorter than this ("Cool!", "Hey Mel!") say nothing
 
-_SENTENCE = re.compile(r"[^.!?。！？]+[.!?。！？]*")
-# A stored turn's speaker label: "Nate: ", "Mary Ann: ", "陈莉：" (not "Retro decision: ").
-_SPEAKER = re.compile(r"^(?:[A-Z][\w'’-]*(?: [A-Z][\w'’-]*){0,2}|[\u4e00-\u9fff]{2,4})[:：]\s?")
+
+
+@functools.cache
+def _patterns() -> tuple["re.Pattern[str]", "re.Pattern[str]"]:
+    """(a sentence, a stored turn's speaker label: "Nate: ", "Mary Ann: ", "陈莉：", not
+    "Retro decision: "), compiled on first use: ~3 ms at import, on a slow VM, that a CLI
+    `store`, `hot` or a retrieve of facts without labels or questions never needed."""
+    return (re.compile(r"[^.!?。！？]+[.!?。！？]*"),
+            re.compile(r"^(?:[A-Z][\w'’-]*(?: [A-Z][\w'’-]*){0,2}|[\u4e00-\u9fff]{2,4})[:：]\s?"))
 
 
 def name_ngrams(query: str) -> list[str]:
@@ -93,14 +100,15 @@ def only_asks(text: str) -> bool:
     what was said."""
     if "?" not in text and "？" not in text:
         return False                      # the common case, one scan
-    said = [s.strip() for s in _SENTENCE.findall(_SPEAKER.sub("", text, count=1))]
+    sentence, speaker = _patterns()
+    said = [s.strip() for s in sentence.findall(speaker.sub("", text, count=1))]
     said = [s for s in said if len(s.split()) >= ASK_MIN_WORDS or (s and not s.isascii())]
     return bool(said) and all(s.endswith(("?", "？")) for s in said)
 
 
 def _speaker(text: str) -> str:
     """The speaker's label a stored turn opens with ("Nate: ..."), or ""."""
-    m = _SPEAKER.match(text)
+    m = _patterns()[1].match(text)
     return m.group().rstrip(": ：") if m else ""
 
 

@@ -290,7 +290,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         if not row:
             return HotState()
         try:
-            return hot_decoder.decode(row[0])
+            return hot_decoder().decode(row[0])
         except msgspec.ValidationError:
             # One bad entry (an older release stored a NaN lesson as null) must not block
             # every command: keep what reads, drop the rest (the next save rewrites it).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import msgspec
 
 from evoclaw_memory.models import Fact, HotState, Metadata
@@ -13,8 +15,14 @@ FACT_COLUMNS = ("id, text, category, importance, created_at, last_access, access
 FLAG_COLUMNS = "pinned, private, changed_at, content_changed_at, flags_changed_at, speaker"
 FACT_AND_FLAGS = f"{FACT_COLUMNS}, {FLAG_COLUMNS}"
 _metadata_decoder = msgspec.json.Decoder(Metadata)
-hot_decoder = msgspec.json.Decoder(HotState)
 encoder = msgspec.json.Encoder()
+
+
+@functools.cache
+def hot_decoder() -> "msgspec.json.Decoder[HotState]":
+    """The hot state's decoder, built on first use (~1.5 ms: its nested Structs' type info),
+    which `store` and `retrieve` runs never need."""
+    return msgspec.json.Decoder(HotState)
 
 
 def fact_from_row(row: tuple) -> Fact:
