@@ -145,14 +145,18 @@ class EntityGraph:
         row = self.store.conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact.id,)).fetchone()
         if row is None or not validate.valid(validate.entity_name, name):
             return
+        with self.store.warm_neutral():      # who said it changes no fact's size or tier
+            self._link_speaker(fact, row[0], name)
+
+    def _link_speaker(self, fact: Fact, rowid: int, name: str) -> None:
         name = validate.entity_name(name)
         # A reinforced older fact keeps the speaker it has (who said it first); one that had
         # none is queued so the cloud learns it (a new fact is queued already: no-op there).
         if self.store.conn.execute("UPDATE facts SET speaker = ? WHERE rowid = ? AND speaker IS NULL",
-                                   (name, row[0])).rowcount:
+                                   (name, rowid)).rowcount:
             self.store.enqueue_fact(fact.id, self.clock())
         keeper = self.entity_keeper
-        keeper.link_fact(keeper.ensure(name, "people", self.clock()), row[0], "speaker", fact.created_at)
+        keeper.link_fact(keeper.ensure(name, "people", self.clock()), rowid, "speaker", fact.created_at)
 
     def note_entities(self, found: list[dict[str, Any]]) -> None:
         """Entities the LLM distiller named (validated in llm/distill), relations to the

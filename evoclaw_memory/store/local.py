@@ -174,6 +174,12 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         and the next call takes it as long as nothing else wrote since: any other write, here
         or from another connection, changes the stamp and forces a recount.
         """
+        noted = self._warm_noted
+        if noted is not None and self.conn.in_transaction and noted[0] == self.conn.total_changes:
+            # Noted earlier in this same transaction (end_conversation stores all its facts in
+            # one): nothing has been written since. Without this every fact of a conversation
+            # summed warm again (~1.2 ms each on a 100k-fact store).
+            return noted[1]
         if self._warm_total is not None and self._warm_total[0] == self._write_stamp():
             return self._warm_total[1]
         total = self.conn.execute(
