@@ -109,6 +109,22 @@ def _full_tree(ws: Workspace, gen) -> tuple[float, dict, dict]:
         "catch_up_linked": linked, "catch_up_s": link_s}
 
 
+def _end_conversation_old_agent(ws: Workspace, convs) -> tuple[list[float], list[float]]:
+    """end_conversation (sync off) on a copy of the 100k-fact store and on a new store, one
+    conversation each in turn, so both see the same machine."""
+    log("write: end_conversation on an old agent's store")
+    old_times: list[float] = []
+    young_times: list[float] = []
+    with memory(ws.copy_store(100_000)) as old, memory(ws.new_home("conv-young")) as young:
+        for i, conv in enumerate(convs):
+            for mem, times in ((old, old_times), (young, young_times)):
+                t = time.perf_counter()
+                mem.end_conversation(conv, sync=False)
+                if i >= 5:
+                    times.append(time.perf_counter() - t)
+    return old_times, young_times
+
+
 def run(ws: Workspace) -> AreaResult:
     res = AreaResult("write", TITLE)
     quick = ws.quick
@@ -198,6 +214,12 @@ def run(ws: Workspace) -> AreaResult:
                                         "full_tree_ok": stats(ok_times)}
         res.add("end_conversation (rule mode) p50 / p95", p50_p95(stats(ec)),
                 f"distill alone {p50_p95(stats(dist))}")
+        old_agent, young = _end_conversation_old_agent(ws, convs[:40 if quick else 100])
+        res.data["end_conversation_old_agent"] = {"old": stats(old_agent), "young": stats(young)}
+        res.add("end_conversation (sync off) p50 / p95, old agent (100,000 facts, full hot state)",
+                p50_p95(stats(old_agent)),
+                f"young agent, same conversations, interleaved: {p50_p95(stats(young))} "
+                f"(p50 {stats(old_agent)['p50'] / stats(young)['p50']:.2f}×)")
         res.add("end_conversation failures, 42-node tree with a full root",
                 f"{failures}/{len(convs)}",
                 (fail_msg[:90] + "…") if fail_msg else "none", "0 (check)",
