@@ -49,17 +49,11 @@ _KIN_PEOPLE = ("wife husband partner girlfriend boyfriend fiancee fiance son dau
                "aunt uncle cousin niece nephew friend boss colleague coworker manager doctor "
                "dentist teacher therapist neighbor neighbour roommate mentor coach").split()
 _KIN_PETS = "dog cat puppy kitten pet turtle parrot rabbit hamster horse".split()
-
-
-# These four compile on first use too, and three run only on texts holding their literal
-# words ("my ", "project", a tool verb): ~5 ms of compiling that most CLI `store` runs skip.
-@functools.cache
-def _my_re() -> re.Pattern[str]:
-    return re.compile(
-        rf"\b(?i:my (?:(?:best|old|new|little|big|older|younger) )?({'|'.join(_KIN_PEOPLE + _KIN_PETS)})"
-        rf"(?:,| is| named| called| whose name is)?) ({_NAME})\b")
-
-
+# These compile on first use too (`_compiled`), and three run only on texts holding their
+# literal words ("my ", "project", a tool verb): ~8 ms of compiling most CLI `store` runs skip.
+_compiled = functools.cache(re.compile)
+_MY = (rf"\b(?i:my (?:(?:best|old|new|little|big|older|younger) )?({'|'.join(_KIN_PEOPLE + _KIN_PETS)})"
+       rf"(?:,| is| named| called| whose name is)?) ({_NAME})\b")
 _ZH_KIN = {"老婆": "wife", "妻子": "wife", "太太": "wife", "老公": "husband", "丈夫": "husband",
            "女儿": "daughter", "儿子": "son", "妈妈": "mother", "母亲": "mother", "爸爸": "father",
            "父亲": "father", "哥哥": "brother", "姐姐": "sister", "弟弟": "brother",
@@ -74,25 +68,13 @@ def _zh_my_re() -> re.Pattern[str]:
 
 
 _ZH_STOP = set("的了在是和跟说去来很也都就要会每今昨明最")
-
-
-@functools.cache
-def _place_re() -> re.Pattern[str]:
-    return re.compile(rf"\b(?:in|to|from|visited|visiting|near|around) ({_NAME})\b")
-
-
-@functools.cache
-def _project_re() -> re.Pattern[str]:
-    return re.compile(rf"\b(?:project|the) ({_CAP}) project\b|\bproject ({_CAP})\b")
-
-
+_PLACE = rf"\b(?:in|to|from|visited|visiting|near|around) ({_NAME})\b"
+_PROJECT = rf"\b(?:project|the) ({_CAP}) project\b|\bproject ({_CAP})\b"
+_TOOL = (r"\b(?:using|uses|use|switched to|installed|runs on|with) "
+         r"([A-Z][A-Za-z0-9]*[A-Z0-9][A-Za-z0-9]*|[A-Z][a-z]+(?:DB|SQL|JS|OS))\b")
 _TOOL_WORDS = ("use", "using", "switched to", "installed", "runs on", "with")   # "use": uses too
 
 
-@functools.cache
-def _tool_re() -> re.Pattern[str]:
-    return re.compile(r"\b(?:using|uses|use|switched to|installed|runs on|with) "
-                      r"([A-Z][A-Za-z0-9]*[A-Z0-9][A-Za-z0-9]*|[A-Z][a-z]+(?:DB|SQL|JS|OS))\b")
 # Capitalised words that are not names when they stand alone.
 _NOT_NAMES = frozenset("""I I'm I've I'd I'll Me My Mine We Our You Your He She They It This That
 These Those The A An And But Or So If Then When Where What Who Why How Yes No Not Oh Hey Hi
@@ -189,7 +171,7 @@ def extract(text: str) -> list[Mention]:
             # elsewhere or it is followed by a verb-like word (find_people skips first words).
             if name and (" " in name or name in people or _looks_like_subject(text, opening.end())):
                 add(name, "people", "subject")
-    for match in (_my_re().finditer(body) if "my " in body.lower() else ()):
+    for match in (_compiled(_MY).finditer(body) if "my " in body.lower() else ()):
         word = match.group(1).lower()
         add(_clean(match.group(2)), "other" if word in _KIN_PETS else "people", relation=word)
     zh_people = [n for n in people if _is_cjk_run(n)]
@@ -200,11 +182,11 @@ def extract(text: str) -> list[Mention]:
         name = next((n for n in zh_people if taken.startswith(n) or n.startswith(taken)),
                     _zh(taken[:2]))
         add(name, "people", relation=_ZH_KIN[match.group(1)])
-    for match in _place_re().finditer(body):
+    for match in _compiled(_PLACE).finditer(body):
         add(_clean(match.group(1)), "places")
-    for match in (_project_re().finditer(body) if "project" in body else ()):
+    for match in (_compiled(_PROJECT).finditer(body) if "project" in body else ()):
         add(_clean(match.group(1) or match.group(2)), "projects")
-    for match in (_tool_re().finditer(body) if any(w in body for w in _TOOL_WORDS) else ()):
+    for match in (_compiled(_TOOL).finditer(body) if any(w in body for w in _TOOL_WORDS) else ()):
         add(match.group(1), "tools")
     for name in people:
         if _is_cjk_run(name):
@@ -214,14 +196,11 @@ def extract(text: str) -> list[Mention]:
     return sorted(found.values(), key=lambda m: -_RANK[m.role])
 
 
-@functools.cache
-def _verbs() -> re.Pattern[str]:
-    return re.compile(r"(?:\s+(?:now|still|also|just|always|never|often|usually|really|"
-                      r"recently|finally|only))?\s+(?:is|was|has|had|went|goes|likes|loves|hates|"
-                      r"wants|works|lives|said|says|got|gets|started|finished|made|makes|bought|"
-                      r"moved|plays|played|visited|joined|met|took|prefers|needs|can|will|and|"
-                      r"\w+ed|\w+s)\b")
+_VERBS = (r"(?:\s+(?:now|still|also|just|always|never|often|usually|really|"
+          r"recently|finally|only))?\s+(?:is|was|has|had|went|goes|likes|loves|hates|"
+          r"wants|works|lives|said|says|got|gets|started|finished|made|makes|bought|moved|plays|played|"
+          r"visited|joined|met|took|prefers|needs|can|will|and|\w+ed|\w+s)\b")
 
 
 def _looks_like_subject(text: str, end: int) -> bool:
-    return bool(_verbs().match(text, end))
+    return bool(_compiled(_VERBS).match(text, end))
