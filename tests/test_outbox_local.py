@@ -169,3 +169,21 @@ def test_sync_status_shows_set_aside_entries_and_flags_do_not_mix(tmp_path):
     assert status.exit_code == 0 and len(lines) == 2 and "64-bit range" in lines[0]
     both = runner.invoke(cli, ["sync", "--status", "--verify"], env=env)
     assert both.exit_code == 2 and "not both" in both.stderr
+
+
+def test_a_sync_that_pulls_nothing_commits_once_on_the_device(tmp_path):
+    """The acknowledgement, the moved pull cursors and the sync's own metrics share one
+    commit (one fsync): they were three (ack, cursors, metrics) on every sync."""
+    with Memory.open("sam", home=tmp_path) as mem:
+        fill(mem, 3)
+        mem.sync()
+        mem.remember("the hallway bulb is an E27, warm white", category="home")
+        before = mem.metrics()["counters"]["syncs"]
+        commits = []
+        mem.store.conn.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+        report = mem.sync()
+        mem.store.conn.set_trace_callback(None)
+        assert report.pushed_facts == 1 and report.pulled_facts == 0
+        assert commits == ["COMMIT"]
+        assert mem.metrics()["counters"]["syncs"] == before + 1
+        assert mem.metrics()["timestamps"]["last_sync"] > 0
