@@ -394,39 +394,40 @@ class SyncEngine:
 def _after_pull(result: PushResult, cursor: int, change_cursor: int, tomb_cursor: int
                 ) -> tuple[list[Fact], list[Fact], tuple[int, int, int], list[int]]:
     """What a push pulled that this device takes now, where its three pull cursors go, and
-    the rows under a data key it has not seen (rowids or seqs; empty when none).
-
-    Rows sealed under a newer key (a rotation on another device) are not skipped: the cursor
-    stops before them, the keyring is refreshed and they are pulled again. A feed that gave
-    less than a page holds nothing more of other devices after the cursor, so the cursor
-    moves to the feed's top, past this device's own rows: the next pull reads only what
-    was written since (before, a one-device agent's cursor never moved, and every push
-    read every row of the archive after it)."""
-    pulled = [f for _, f in result.pulled]
-    cursor_after = max([cursor] + [r for r, _ in result.pulled])
-    newer_key = [r for r, why in result.unreadable if "not in this keyring" in why]
+    the rows under a data key it has not seen (rowids or seqs; empty when none)."""
     top_rowid, top_change, top_tomb = result.tops
-    if newer_key:
-        cursor_after = max(cursor, min(newer_key) - 1)
-        pulled = [f for r, f in result.pulled if r <= cursor_after]
-    elif len(result.pulled) + len(result.unreadable) < PULL_PAGE:
-        cursor_after = max(cursor_after, top_rowid)
-    # Other devices' changes, by the same rule: stop before a row under a newer key.
-    changed = [f for _, f in result.changed]
-    change_after = max([change_cursor] + [q for q, _ in result.changed])
-    newer_changes = [q for q, why in result.unreadable_changes if "not in this keyring" in why]
-    if newer_changes:
-        change_after = max(change_cursor, min(newer_changes) - 1)
-        changed = [f for q, f in result.changed if q <= change_after]
-    else:
-        if result.unreadable_changes:
-            change_after = max([change_after] + [q for q, _ in result.unreadable_changes])
-        if len(result.changed) + len(result.unreadable_changes) < PULL_PAGE:
-            change_after = max(change_after, top_change)
+    pulled, cursor_after, newer_key = _feed(result.pulled, result.unreadable, cursor,
+                                            top_rowid, past_unreadable=False)
+    changed, change_after, newer_changes = _feed(result.changed, result.unreadable_changes,
+                                                 change_cursor, top_change, past_unreadable=True)
     tomb_after = max([tomb_cursor] + [r for r, _ in result.tombstones])
     if len(result.tombstones) < PULL_PAGE:
         tomb_after = max(tomb_after, top_tomb)
     return pulled, changed, (cursor_after, change_after, tomb_after), newer_key or newer_changes
+
+
+def _feed(rows: list[tuple[int, Fact]], unreadable: list[tuple[int, str]], cursor: int,
+          top: int, past_unreadable: bool) -> tuple[list[Fact], int, list[int]]:
+    """One feed's answer (new facts by rowid, or changes by seq): the facts taken, where its
+    cursor goes, and the positions sealed under a data key this device has not seen.
+
+    Rows under a newer key (a rotation on another device) are not skipped: the cursor stops
+    before them, the keyring is refreshed and they are pulled again. Other unreadable rows
+    are stepped past at once where `past_unreadable` (changes), else only by the top rule.
+    A feed that gave less than a page holds nothing more of other devices after the cursor,
+    so the cursor moves to the feed's top, past this device's own rows: the next pull reads
+    only what was written since (before, a one-device agent's cursor never moved, and every
+    push read every row of the archive after it)."""
+    after = max([cursor] + [r for r, _ in rows])
+    newer = [r for r, why in unreadable if "not in this keyring" in why]
+    if newer:
+        after = max(cursor, min(newer) - 1)
+        return [f for r, f in rows if r <= after], after, newer
+    if past_unreadable and unreadable:
+        after = max([after] + [r for r, _ in unreadable])
+    if len(rows) + len(unreadable) < PULL_PAGE:
+        after = max(after, top)
+    return [f for _, f in rows], after, newer
 
 
 def refused_for_good(exc: BaseException) -> bool:
