@@ -42,16 +42,19 @@ def server(ctx: click.Context, data_dir: str, port: int, host: str, expires_in: 
     sqld = SqldServer(data_dir, port or None, host=host, auth=not no_auth,
                       die_with_parent=False)
     install_stop_handlers()
+    # Starting, announcing and waiting in ONE guarded block: a SIGTERM that came right after
+    # the last announced line, before the wait had begun, escaped as Ctrl-C (exit 130)
+    # between two blocks; now a stop at any point is a clean stop (0), and sqld never
+    # outlives the command.
     try:
         sqld.start()
         _announce(ctx, sqld, lifetime, expires_in)
-    except KeyboardInterrupt:           # stopped while starting: never leave sqld behind
+        status = run_until_stopped(sqld)
+    except KeyboardInterrupt:
+        status = 0
+    finally:
         sqld.stop()
-        ctx.exit(0)
-    except BaseException:
-        sqld.stop()
-        raise
-    ctx.exit(run_until_stopped(sqld))
+    ctx.exit(status)
 
 
 def _announce(ctx: click.Context, sqld, lifetime: Optional[float],
