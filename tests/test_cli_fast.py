@@ -130,13 +130,15 @@ def _normal(text: str, where: Path) -> str:
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory):
-    """A home with a few facts and a hot state, made by the CLI (closed: no WAL left)."""
+    """A home with a few facts (one holding a terminal escape) and a hot state, made by the
+    CLI (closed: no WAL left). tests/test_cli_relay.py uses it too."""
     root = tmp_path_factory.mktemp("seed")
     home = root / "home"
     env = _env(home)
     for text, category in (("The garden hose is in the shed", "home/garden"),
                            ("Owner drinks oolong tea every morning", "owner/preferences"),
-                           ("Sarah is the owner's wife", "people/family")):
+                           ("Sarah is the owner's wife", "people/family"),
+                           ("The shed key \x1b]0;pwned\x07 hangs by the door", "home/garden")):
         subprocess.run([sys.executable, "-c", _VIA_CLICK, "-", "store", "--text", text,
                         "--category", category], env=env, check=True, capture_output=True)
     subprocess.run([sys.executable, "-c", _VIA_CLICK, "-", "hot", "--update", "identity",

@@ -2,7 +2,10 @@
 click-free `cli.plain` (which imports no cli module), command modules that import only
 `cli.common` (never each other), `cli.root` (the click group) that imports the command
 modules to register them, `cli.fast` (the click-free per-turn path) that imports only
-`cli.plain`, and `cli.main` over fast and root; so there is no import circle."""
+`cli.plain`, and `cli.main` over relay, fast and root; so there is no import circle.
+The relay's two sides: `cli.relay` (the caller's, imported first by main) imports no cli
+module; `cli.relay_server` (serve's) imports fast, plain and relay, and only `agent` (the
+`serve` command) imports it."""
 
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ PACKAGE = "evoclaw_memory.cli"
 SHARED = "common"
 PLAIN = "plain"
 # The modules that are neither the helpers nor a command module.
-NOT_COMMANDS = {"__init__", "__main__", "main", "root", "fast", PLAIN, SHARED}
+NOT_COMMANDS = {"__init__", "__main__", "main", "root", "fast", "relay", "relay_server", PLAIN,
+                SHARED}
 LINE_LIMIT = 600
 
 
@@ -60,14 +64,20 @@ def test_the_fast_path_imports_only_plain():
     assert cli_imports(modules()["fast"]) == {PLAIN}
 
 
+def test_the_relay_client_imports_no_cli_module_and_its_server_only_the_fast_path():
+    assert cli_imports(modules()["relay"]) == set()
+    assert cli_imports(modules()["relay_server"]) == {"fast", PLAIN, "relay"}
+
+
 def test_each_command_module_imports_common_and_nothing_else_of_the_cli():
     for name in command_modules():
-        assert cli_imports(modules()[name]) == {SHARED}, name
+        extra = {"relay_server"} if name == "agent" else set()     # `serve` runs the relay
+        assert cli_imports(modules()[name]) == {SHARED} | extra, name
 
 
 def test_main_imports_only_common_and_maps_every_command_module():
     from evoclaw_memory.cli.main import LAZY_COMMANDS
-    assert cli_imports(modules()["main"]) == {"fast", PLAIN, "root"}
+    assert cli_imports(modules()["main"]) == {"relay", "fast", PLAIN, "root"}
     assert cli_imports(modules()["root"]) == {SHARED}
     assert {target.split(":")[0] for target in LAZY_COMMANDS.values()} == command_modules()
 
@@ -80,8 +90,8 @@ def test_running_one_command_imports_only_its_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert eval(out) == ["evoclaw_memory.cli.common", "evoclaw_memory.cli.facts",
-                         "evoclaw_memory.cli.fast", "evoclaw_memory.cli.main",
-                         "evoclaw_memory.cli.plain", "evoclaw_memory.cli.root"]
+                         "evoclaw_memory.cli.main", "evoclaw_memory.cli.plain",
+                         "evoclaw_memory.cli.root"]
 
 
 def test_package_init_only_re_exports_main():

@@ -12,7 +12,9 @@ One loop, one agent, one line of log per action:
 A revoked device stops at once (its memory has been wiped) with a non-zero status, and so do
 errors no retry can fix, after one clear log line (see EXIT_*; README, "Background service").
 The service syncs through the memory's held remote: one HTTP client and connection for its
-whole life, the schema check remembered, so a heartbeat is one request.
+whole life, the schema check remembered, so a heartbeat is one request. While it runs, the
+agent's per-turn CLI commands may run in it (a `relay`, cli.relay_server), so that each costs
+the caller no start-up beyond the interpreter's.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import logging
 import signal
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
 
 from evoclaw_memory.errors import DeviceRevoked
 
@@ -41,6 +43,16 @@ EXIT_REVOKED = DeviceRevoked.exit_code   # 5: this device was revoked; its memor
 EXIT_AUTH = 77                           # EX_NOPERM: the cloud refused the token (401/403)
 EXIT_KEYS = 78                           # EX_CONFIG: the keys need a passphrase or key init
 _FATAL = {"AuthError": EXIT_AUTH, "CryptoError": EXIT_KEYS}
+
+
+class Relay(Protocol):
+    """What runs the CLI's per-turn commands in this process while it lives (cli.relay_server)."""
+    path: str
+    served: int
+
+    def start(self) -> Optional[str]: ...     # None when listening, else why it is off
+
+    def close(self) -> None: ...              # stop, letting running commands finish
 
 
 class Fatal(Exception):
@@ -86,7 +98,7 @@ class Service:
     def __init__(self, mem: "Memory", *, heartbeat: float = HEARTBEAT,
                  quick_every: float = QUICK_EVERY, consolidate: bool = True, sync: bool = True,
                  retry_min: float = RETRY_MIN, clock: Callable[[], float] = time.time,
-                 logger: logging.Logger = log):
+                 logger: logging.Logger = log, relay: Optional[Relay] = None):
         if heartbeat <= 0 or quick_every <= 0 or retry_min <= 0:
             from evoclaw_memory.errors import ValidationError
             raise ValidationError("heartbeat, quick interval and retry delay must be positive")
@@ -98,6 +110,7 @@ class Service:
         self.retry_min = min(float(retry_min), self.heartbeat)
         self.clock = clock
         self.log = logger
+        self.relay = relay
         self.stop_event = threading.Event()
         self.stop_reason = ""
         self.started = clock()
@@ -191,12 +204,13 @@ class Service:
         """Loop until stop() (or one round with `once`); returns the exit status."""
         from evoclaw_memory.lifecycle.conversation import last_consolidation
         mem = self.mem
+        relay = self._start_relay(once)
         self._say(f"started: agent {mem.agent_id}, cloud {_cloud_label(mem)}, heartbeat "
                   f"{self.heartbeat:g} s, quick consolidation every {self.quick_every:g} s"
                   f"{'' if self.consolidate_on else ' (consolidation off)'}"
                   f"{'' if self.sync_on else ' (sync off)'}; outbox "
                   f"{mem.store.outbox_depth()}; last quick "
-                  f"{_ago(last_consolidation(mem, 'quick'), self.clock())}")
+                  f"{_ago(last_consolidation(mem, 'quick'), self.clock())}{relay}")
         try:
             while not self.stop_event.is_set():
                 self.tick()
@@ -204,11 +218,18 @@ class Service:
                     break
                 self.stop_event.wait(self.next_wake())
         except DeviceRevoked as exc:
+            self._close_relay()
             self._say(f"stopped: {_one_line(exc)}", logging.CRITICAL)
             return EXIT_REVOKED
         except Fatal as exc:
+            self._close_relay()
             self._say(f"stopped (exit {exc.status}): {exc}", logging.CRITICAL)
             return exc.status
+        except BaseException:
+            self._close_relay()
+            raise
+        # The relay's running commands finish first, so what they stored is in the last push.
+        relayed = self._close_relay()
         depth = mem.store.outbox_depth()
         if self.sync_on and depth and self.backoff is None and not once:
             self._say(f"stopping: last push of {depth} queued change(s)")
@@ -221,9 +242,29 @@ class Service:
                 self._say(f"stopped (exit {exc.status}): {exc}", logging.CRITICAL)
                 return exc.status
             depth = mem.store.outbox_depth()
-        self._say(f"stopped{f' on {self.stop_reason}' if self.stop_reason else ''}; outbox "
+        self._say(f"stopped{f' on {self.stop_reason}' if self.stop_reason else ''}; "
+                  f"{f'{relayed} CLI command(s) relayed; ' if relayed else ''}outbox "
                   f"{depth} change(s) queued" + (" for the next start" if depth else ""))
         return 0
+
+    def _start_relay(self, once: bool) -> str:
+        """Start the relay (not for one round); what the started line says of it."""
+        if self.relay is None or once:
+            self.relay = None
+            return ""
+        off = self.relay.start()
+        if off is not None:
+            self.relay = None
+            return f"; CLI relay off ({off})"
+        return f"; CLI relay on {self.relay.path}"
+
+    def _close_relay(self) -> int:
+        """Close the relay (if on); how many commands it ran."""
+        relay, self.relay = self.relay, None
+        if relay is None:
+            return 0
+        relay.close()
+        return relay.served
 
     def stop(self, reason: str = "") -> None:
         self.stop_reason = self.stop_reason or reason

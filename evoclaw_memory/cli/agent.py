@@ -59,6 +59,7 @@ def serve_command(ctx: click.Context, heartbeat: float, quick_every: float, retr
     action on stderr. SIGTERM / SIGINT stop it cleanly: queued work stays in the outbox.
     """
     from evoclaw_memory.agent.service import configure_logging, run_service
+    from evoclaw_memory.cli.relay_server import RelayServer
     if cli_state(ctx).json:
         from evoclaw_memory.errors import ValidationError
         # serve is a long-running service logging one line per action on stderr: there is
@@ -67,9 +68,11 @@ def serve_command(ctx: click.Context, heartbeat: float, quick_every: float, retr
                               "apply (use `sync --status --json` or `metrics --json`)")
     with open_memory(ctx) as mem:
         configure_logging(mem.agent_id)
+        # The per-turn CLI commands of this agent run in this process while it lives (no
+        # start-up to pay); see cli.relay.
         status = run_service(mem, once=once, heartbeat=heartbeat, quick_every=quick_every,
                              retry_min=retry_min, consolidate=not no_consolidate,
-                             sync=not no_sync)
+                             sync=not no_sync, relay=RelayServer(mem.agent_id, mem.config.home))
     ctx.exit(status)
 
 

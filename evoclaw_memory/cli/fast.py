@@ -65,7 +65,7 @@ def run(argv: list[str], hard_exit: bool = False) -> None:
         return
     _import_msgspec_lean()
     try:
-        call(st)
+        call(st, plain.echo)
         status = 0
     except BrokenPipeError:
         raise                   # main() handles it as it does for click's commands
@@ -205,32 +205,33 @@ def _count(value: Optional[str], default: int) -> int:
     return int(value)
 
 
-def _prepare(command: str, opts: dict[str, Any], args: list[str]) -> Any:
-    """The call that runs the command, once every check click would make has passed."""
+def _prepare(command: str, opts: dict[str, Any], args: list[str], stdin: Any = None) -> Any:
+    """The call `(state, say)` that runs the command, once every check click would make has
+    passed. `stdin` (default: this process's) is read by `store --text -`."""
     if command == "store":
-        return _prepare_store(opts)
+        return _prepare_store(opts, sys.stdin if stdin is None else stdin)
     if command == "retrieve":
         query = args[0] if args else None
         if (query is None) == (opts.get("query_flag") is None):
             raise _Unusual("query given twice or not at all")
         query = query if query is not None else opts["query_flag"]
         limit = _count(opts.get("limit"), 5)
-        return lambda st: plain.retrieve(st, plain.echo, query, limit)
+        return lambda st, say: plain.retrieve(st, say, query, limit)
     if command == "context":
         query = args[0] if args else ""
         limit = _count(opts.get("limit"), 8)
         audience = opts.get("audience", "owner")
         if audience not in ("owner", "shared"):
             raise _Unusual("--audience")
-        return lambda st: plain.context(st, plain.echo, query, limit, audience)
+        return lambda st, say: plain.context(st, say, query, limit, audience)
     update, complete, rebuild = opts.get("update"), opts.get("complete_task"), \
         bool(opts.get("rebuild"))
     if sum(bool(x) for x in (update, complete, rebuild)) > 1:
         raise _Unusual("more than one of --update, --complete-task, --rebuild")
-    return lambda st: plain.hot(st, plain.echo, update, complete, rebuild)
+    return lambda st, say: plain.hot(st, say, update, complete, rebuild)
 
 
-def _prepare_store(opts: dict[str, Any]) -> Any:
+def _prepare_store(opts: dict[str, Any], stream: Any) -> Any:
     text = opts.get("text")
     if text is None or (opts.get("private") and opts.get("shared")):
         raise _Unusual("no --text, or both --private and --shared")
@@ -241,14 +242,13 @@ def _prepare_store(opts: dict[str, Any]) -> Any:
     except ValueError:
         raise _Unusual("--importance or --created-at") from None
     if text == "-":
-        stream = sys.stdin
         if stream is None or stream.isatty():
             raise _Unusual("a terminal on stdin")      # click's usage error says what to do
     private = True if opts.get("private") else (False if opts.get("shared") else None)
 
-    def call(st: plain.State) -> None:
-        body = plain.read_piped(sys.stdin) if text == "-" else text
-        plain.store(st, plain.echo, body, opts.get("category", "general"), importance,
+    def call(st: plain.State, say: plain.Echo) -> None:
+        body = plain.read_piped(stream) if text == "-" else text
+        plain.store(st, say, body, opts.get("category", "general"), importance,
                     tuple(opts.get("urls", ())), tuple(opts.get("cmds", ())),
                     tuple(opts.get("paths", ())), created_at, bool(opts.get("pinned")),
                     private)

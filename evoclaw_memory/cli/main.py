@@ -9,8 +9,9 @@ each imports only `cli.common`, never another command module.
 Start-up time matters (one run per agent turn on a Raspberry Pi), so a run imports only the
 module of the command it runs (`--help` imports them all, to list them with their help),
 and the library is imported lazily inside the commands. The per-turn commands (store,
-retrieve, context, hot) in their common forms do not even import click: `main()` offers argv
-to `cli.fast` first, which runs them with the same bodies and hands everything else here.
+retrieve, context, hot) are first offered to the agent's running `serve` (`cli.relay`:
+nothing of the library is imported then); in their common forms they then run without
+click (`cli.fast`, with the same bodies); everything else goes to click.
 
 Output is human-readable by default; `--json` prints exactly one JSON document on stdout.
 Errors are one line on stderr (`error: ...`) and a non-zero exit status, never a traceback
@@ -21,10 +22,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Optional
 
-from evoclaw_memory.cli import fast
-from evoclaw_memory.cli.plain import EXIT_INTERRUPTED
+# typing costs a per-turn run several milliseconds; mypy reads the names below all the same.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 def __getattr__(name: str) -> Any:
@@ -38,13 +40,20 @@ def __getattr__(name: str) -> Any:
 def main(argv: Optional[list[str]] = None) -> None:
     """Console-script entry point."""
     try:
+        if argv is None:
+            # The console script's own process: a per-turn command runs in this agent's
+            # `serve` when one is running and takes it (and this process exits here).
+            from evoclaw_memory.cli import relay
+            relay.offer(sys.argv[1:])
         # The common forms of store/retrieve/context/hot run here without click (and exit:
         # at once when this is the console script's own process); everything else returns
         # untouched to click.
+        from evoclaw_memory.cli import fast
         fast.run(list(sys.argv[1:] if argv is None else argv), hard_exit=argv is None)
         from evoclaw_memory.cli.root import cli
         cli.main(args=argv, prog_name="evoclaw-memory")
     except KeyboardInterrupt:
+        from evoclaw_memory.cli.plain import EXIT_INTERRUPTED
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, without a second error on exit.

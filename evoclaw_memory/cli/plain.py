@@ -41,6 +41,9 @@ class State:
         self.config_path = config_path
         self.json = json
         self.llm_base_url: Optional[str] = None     # --llm-endpoint (the original's flag)
+        # The environment the config is read from: this process's, or the CLI's whose
+        # command serve runs for it (cli.relay_server).
+        self.env: Optional[dict[str, str]] = None
 
 
 def echo(message: str = "", err: bool = False, nl: bool = True) -> None:
@@ -96,7 +99,7 @@ def report(exc: BaseException, as_json: bool, say: Echo) -> int:
 def state_config(st: State, agent_id: Optional[str] = None):
     """The effective config for this run (of `agent_id` instead, when given)."""
     from evoclaw_memory.config import load_config
-    return load_config(home=st.home, agent_id=agent_id or st.agent_id,
+    return load_config(home=st.home, agent_id=agent_id or st.agent_id, env=st.env,
                        config_path=Path(st.config_path) if st.config_path else None,
                        llm_base_url=st.llm_base_url)
 
@@ -150,8 +153,11 @@ def emit(st: State, say: Echo, data: Any, human: Callable[[], None]) -> None:
         say(msgspec.json.encode(msgspec.to_builtins(builtins(data))).decode())
     else:
         # Every human printer runs through here, so one wrapper covers them all (JSON
-        # output escapes control characters itself).
-        with contextlib.redirect_stdout(Printable(sys.stdout)):
+        # output escapes control characters itself). A `say` that does not write to this
+        # process's stdout (serve's, for a relayed command: cli.relay_server) escapes the
+        # same way inside its own `human_output()`.
+        own = getattr(say, "human_output", None)
+        with own() if own is not None else contextlib.redirect_stdout(Printable(sys.stdout)):
             human()
 
 

@@ -1,0 +1,234 @@
+"""`serve`'s side of the relay: run the CLI's per-turn commands sent over a socket.
+
+The CLI (cli.relay) sends argv, its environment's EVOCLAW_*/TURSO_*/HOME/TZ and stdin for
+`--text -`. Here a command runs only when a local run would do exactly the same: the same
+installation, the same HOME and TZ, absolute --home/--config, this serve's agent and home,
+a form cli.fast parses (anything else is declined and runs in the CLI's own process). Its
+configuration is read as the CLI would read it, from the CLI's environment (a serve started
+by systemd has its own, e.g. the cloud token from service.env). It runs on a worker thread
+with a fresh `Memory` of its own (its own SQLite connection, as a separate process would
+have) through the same parser and bodies as cli.fast; what it writes
+is collected in order, with control characters escaped as on a terminal, and sent back with
+the exit status.
+
+The socket is in the agent's folder (owner-only, 0700), itself 0600, and a peer of another
+user is refused where the platform tells (SO_PEERCRED). A stale socket from a serve that died
+is replaced; a live one (another serve of the same agent) is left alone and this serve runs
+without a relay. `serve` (agent.service) starts and closes it, and says so in its log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import marshal
+import os
+import socket
+import struct
+import threading
+from typing import Any, Iterator, Optional
+
+from evoclaw_memory.cli import fast, plain, relay
+
+ACCEPT_POLL = 0.2           # seconds: how soon the accept loop notices close()
+MAX_WORKERS = 4             # commands running at once; more wait to be accepted
+DRAIN_SECONDS = 30.0        # close() waits this long for running commands to finish
+log = logging.getLogger("evoclaw_memory.cli.relay_server")
+
+
+class Declined(Exception):
+    """A request serve does not run: the CLI runs it itself."""
+
+
+class Captured:
+    """The `say` of a relayed command: every write, in order, for the CLI to replay."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[int, str]] = []
+        self._human = False
+
+    def __call__(self, message: str = "", err: bool = False, nl: bool = True) -> None:
+        out = message + "\n" if nl else message
+        if not out:
+            return
+        if self._human and not err:
+            from evoclaw_memory.validate import printable
+            out = printable(out)        # what plain.Printable does to a terminal's stdout
+        self.writes.append((2 if err else 1, out))
+
+    @contextlib.contextmanager
+    def human_output(self) -> Iterator[None]:
+        self._human = True
+        try:
+            yield
+        finally:
+            self._human = False
+
+
+def run_request(request: Any, agent_id: str, home: str) -> dict[str, Any]:
+    """The reply to one request: {"writes", "status"}, or {"declined": why}."""
+    try:
+        call, st = _admit(request, agent_id, home)
+    except Declined as exc:
+        return {"declined": str(exc)}
+    say = Captured()
+    try:
+        call(st, say)
+        status = 0
+    except Exception as exc:    # noqa: BLE001 - reported as the CLI reports it
+        status = plain.report(exc, st.json, say)
+    return {"writes": say.writes, "status": status}
+
+
+def _admit(request: Any, agent_id: str, home: str) -> tuple[Any, plain.State]:
+    """The command's call and state, if this serve runs it exactly as the CLI would."""
+    if not isinstance(request, dict) or request.get("protocol") != relay.PROTOCOL:
+        raise Declined("protocol")
+    if request.get("installation") != relay.installation():
+        raise Declined("another installation or version")
+    argv, data, env = request.get("argv"), request.get("stdin"), request.get("env")
+    if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)) \
+            or not (data is None or isinstance(data, bytes)) \
+            or not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
+        raise Declined("malformed request")
+    # The command reads its configuration from the CLI's environment (below); what else of
+    # an environment the library reads is the home folder and the local time zone.
+    if any(env.get(name) != os.environ.get(name) for name in relay.ENV_NAMES):
+        raise Declined("another HOME or TZ")
+    stdin = io.TextIOWrapper(io.BytesIO(data or b""), encoding="utf-8")
+    try:
+        st, command, opts, args = fast._parse(argv)
+        call = fast._prepare(command, opts, args, stdin=stdin)
+    except fast._Unusual:
+        raise Declined("a form the CLI parses with click") from None
+    if any(p is not None and not os.path.isabs(p) for p in (st.home, st.config_path)):
+        raise Declined("a relative --home or --config")
+    st.env = env
+    try:
+        config = plain.state_config(st)
+    except Exception:           # noqa: BLE001 - the CLI's own run reports it
+        raise Declined("configuration error") from None
+    if config.agent_id != agent_id or os.path.realpath(config.home) != os.path.realpath(home):
+        raise Declined("another agent")
+    if any(p and not os.path.isabs(os.path.expanduser(p))
+           for p in (config.workspace, config.memory_md)):
+        raise Declined("a relative path in the configuration")
+    return call, st
+
+
+class RelayServer:
+    """Listens on the agent's socket and runs each request on a worker thread."""
+
+    def __init__(self, agent_id: str, home: str, logger: logging.Logger = log):
+        self.agent_id, self.home, self.log = agent_id, home, logger
+        self.path = relay.socket_path(home, agent_id)
+        self._listener: Optional[socket.socket] = None
+        self._stopping = threading.Event()
+        self._slots = threading.Semaphore(MAX_WORKERS)
+        self._workers: set[threading.Thread] = set()
+        self._thread: Optional[threading.Thread] = None
+        self.served = 0
+
+    def start(self) -> Optional[str]:
+        """Bind and start accepting; None when listening, else why the relay is off."""
+        if not self._claim_path():
+            return f"another serve of this agent answers on {self.path}"
+        target, folder = relay.address(self.path)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            if target is None:
+                raise OSError(f"the socket path is longer than {relay.MAX_SOCKET_PATH} bytes")
+            listener.bind(target)
+            os.chmod(self.path, 0o600)
+            listener.listen(16)
+            listener.settimeout(ACCEPT_POLL)
+        except OSError as exc:
+            listener.close()
+            return " ".join(str(exc).split())
+        finally:
+            if folder is not None:
+                os.close(folder)
+        self._listener = listener
+        self._thread = threading.Thread(target=self._accept_loop, name="relay", daemon=True)
+        self._thread.start()
+        return None
+
+    def close(self) -> None:
+        """Stop accepting, let running commands finish, remove the socket."""
+        if self._listener is None:
+            return
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+        for worker in list(self._workers):
+            worker.join(DRAIN_SECONDS)
+        self._listener.close()
+        self._listener = None
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+    def _claim_path(self) -> bool:
+        """True when the path is free (a stale socket is removed); False when live."""
+        if not os.path.exists(self.path):
+            return True
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.settimeout(relay.CONNECT_TIMEOUT)
+            relay.connect(probe, self.path)
+            return False
+        except OSError:
+            os.unlink(self.path)
+            return True
+        finally:
+            probe.close()
+
+    def _accept_loop(self) -> None:
+        assert self._listener is not None
+        while not self._stopping.is_set():
+            if not self._slots.acquire(timeout=ACCEPT_POLL):
+                continue
+            try:
+                conn, _ = self._listener.accept()
+            except (socket.timeout, OSError):
+                self._slots.release()
+                continue
+            worker = threading.Thread(target=self._serve_one, args=(conn,), daemon=True,
+                                      name="relay-command")
+            self._workers.add(worker)
+            worker.start()
+
+    def _serve_one(self, conn: socket.socket) -> None:
+        try:
+            with conn:
+                conn.settimeout(None)
+                if not _same_user(conn):
+                    return
+                frame = relay.read_frame(conn)
+                if frame is None:
+                    return
+                try:
+                    request = marshal.loads(frame)
+                except (ValueError, EOFError, TypeError):
+                    request = None
+                reply = run_request(request, self.agent_id, self.home)
+                if "declined" in reply:
+                    self.log.debug("relay: declined: %s", reply["declined"])
+                else:
+                    self.served += 1
+                relay.send_frame(conn, marshal.dumps(reply))
+        except OSError:
+            pass                # the CLI went away (if it is still there, it runs the command)
+        finally:
+            self._workers.discard(threading.current_thread())
+            self._slots.release()
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """The peer runs as this user (where the platform says; else the 0700 folder decides)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True
+    creds = conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return uid == os.getuid()

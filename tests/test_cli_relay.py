@@ -1,0 +1,292 @@
+"""The relay: a per-turn command runs in the agent's running `serve` (cli.relay_server)
+when it can run there exactly as in its own process, and in its own process otherwise.
+
+Every fast form of tests/test_cli_fast.py runs through the console script twice, each on
+its own copy of the same memory: once with a relay listening on the copy (a real
+RelayServer on a real Unix socket, in this test's process as in serve's), once without;
+stdout, stderr and exit status must be the same, and the relay must have run exactly the
+forms it should. Then the refusals (another environment, a relative --home, a serve that
+went away mid-command) and the real `serve` process's socket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, Optional
+
+import pytest
+import test_cli_fast
+from test_cli_fast import CASES, FAST, _env, _normal, _script
+
+from evoclaw_memory.cli import relay
+from evoclaw_memory.cli.relay_server import RelayServer
+from evoclaw_memory.memory import Memory
+
+
+@contextlib.contextmanager
+def relaying(agent_id: str, home: str) -> Iterator[Optional[RelayServer]]:
+    """A relay listening for the block, as serve runs one (None when it would be off)."""
+    server = RelayServer(agent_id, home)
+    if server.start() is not None:
+        yield None
+        return
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+seeded = test_cli_fast.seeded      # the same seeded memory (one holds a terminal escape)
+
+
+@pytest.fixture
+def agent_home(seeded, tmp_path, monkeypatch) -> Path:
+    """A copy of the seeded memory, with this process's environment made the CLI's."""
+    home = tmp_path / "home"
+    shutil.copytree(seeded, home)
+    _same_env_as_cli(monkeypatch, home)
+    return home
+
+
+def _in_another_time_zone(home: Path) -> dict[str, str]:
+    """The CLI's environment with another TZ than this process's: serve declines."""
+    env = _env(home)
+    env["TZ"] = "Pacific/Auckland" if os.environ.get("TZ") != "Pacific/Auckland" else "UTC"
+    return env
+
+
+def _same_env_as_cli(monkeypatch, home: Path) -> None:
+    """This process's environment as the CLI's (_env): the relay only runs for its own."""
+    for name in list(os.environ):
+        if name.startswith(relay.ENV_PREFIXES):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("EVOCLAW_HOME", str(home))
+
+
+def _places(where: Path, home: Path) -> dict[str, Path]:
+    plain_file = where / "a-file"
+    plain_file.write_text("not a folder\n")
+    config = where / "config.toml"
+    config.write_text('agent_id = "default"\n')
+    return {"{home}": home, "{file}": plain_file, "{under_file}": plain_file / "sub",
+            "{config}": config}
+
+
+def _cli(argv: list[str], stdin, home: Path, where: Path, env: dict | None = None):
+    args = []
+    for arg in argv:
+        for place, value in _places(where, home).items():
+            arg = arg.replace(place, str(value))
+        args.append(arg)
+    proc = subprocess.run([_script(), *args], input=stdin, capture_output=True, text=True,
+                          env=env or _env(home), timeout=60, cwd=where)
+    return _normal(proc.stdout, where), _normal(proc.stderr, where), proc.returncode
+
+
+RELAYED = [c for c in CASES if c[2] == FAST]
+
+
+@pytest.mark.parametrize("argv,stdin,path", RELAYED,
+                         ids=[" ".join(c[0])[:60] or "(none)" for c in RELAYED])
+def test_a_relayed_command_prints_what_its_own_process_prints(argv, stdin, path, seeded,
+                                                              tmp_path, monkeypatch):
+    results, served = [], 0
+    for side in ("relayed", "own"):
+        where = tmp_path / side
+        home = where / "home"
+        shutil.copytree(seeded, home)
+        if side == "relayed":
+            _same_env_as_cli(monkeypatch, home)
+            with relaying("default", str(home)) as server:
+                assert server is not None
+                results.append(_cli(argv, stdin, home, where))
+                served = server.served
+        else:
+            results.append(_cli(argv, stdin, home, where))
+    assert results[0] == results[1]
+    assert "Traceback" not in results[0][1]
+    # Runs elsewhere: another agent's command, a home the relay does not listen in.
+    elsewhere = "other" in argv or "{under_file}" in argv
+    assert served == (0 if elsewhere else 1)
+
+
+def test_a_stored_escape_is_shown_escaped_through_the_relay(agent_home, tmp_path):
+    home = agent_home
+    with relaying("default", str(home)) as server:
+        out, err, status = _cli(["retrieve", "shed key"], None, home, tmp_path)
+        assert server is not None and server.served == 1
+    assert status == 0 and "\x1b" not in out and "\\x1b]0;pwned\\x07" in out
+
+
+def test_another_time_zone_or_a_relative_home_runs_in_its_own_process(agent_home, tmp_path):
+    home = agent_home
+    env = _in_another_time_zone(home)
+    with relaying("default", str(home)) as server:
+        out, _, status = _cli(["store", "--text", "Tulips go in the front bed"], None, home,
+                              tmp_path, env=env)
+        assert server is not None and server.served == 0        # local dates could differ
+        rel = _cli(["--home", "home", "retrieve", "tulips"], None, home, tmp_path)
+        assert server.served == 0                # relative to the CLI's folder, not serve's
+    assert status == 0 and "<id>" in out
+    with Memory.open("default", home=home) as mem:
+        assert [r.fact.text for r in mem.retrieve("tulips")][:1] == ["Tulips go in the front bed"]
+    assert rel[2] == 0
+
+
+def test_a_relayed_command_reads_the_configuration_of_the_cli(agent_home, tmp_path,
+                                                              monkeypatch):
+    """serve's own environment (systemd's, with service.env) is not the caller's: a relayed
+    command is configured from the CLI's (here its EVOCLAW_WORKSPACE, which serve lacks)."""
+    home = agent_home
+    monkeypatch.setenv("TURSO_AUTH_TOKEN", "serve-only-token")
+    env = _env(home)
+    env["EVOCLAW_WORKSPACE"] = str(tmp_path / "the-cli-workspace")
+    with relaying("default", str(home)) as server:
+        out, err, status = _cli(["hot", "--rebuild"], None, home, tmp_path, env=env)
+        assert server is not None and server.served == 1
+    assert (status, err) == (0, "")
+    assert (tmp_path / "the-cli-workspace" / "MEMORY.md").is_file()
+    assert out.strip() == "<where>/the-cli-workspace/MEMORY.md"
+
+
+def test_a_stale_socket_is_ignored_by_the_cli_and_replaced_by_serve(agent_home, tmp_path):
+    home = agent_home
+    path = relay.socket_path(str(home), "default")
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(path)
+    dead.close()                                 # the file stays; nothing listens
+    assert os.path.exists(path)
+    out, _, status = _cli(["retrieve", "garden hose"], None, home, tmp_path)
+    assert status == 0 and "garden hose is in the shed" in out
+    with relaying("default", str(home)) as server:
+        assert server is not None
+        assert _cli(["retrieve", "garden hose"], None, home, tmp_path)[0] == out
+        assert server.served == 1
+        assert RelayServer("default", str(home)).start() == \
+            f"another serve of this agent answers on {path}"                # a live one stays
+    assert not os.path.exists(path)              # removed when the relay closed
+
+
+def test_a_serve_gone_before_answering_leaves_the_store_to_the_cli(agent_home, tmp_path):
+    """The CLI sent its store and the serve went away without a reply: the CLI stores it
+    itself (nothing lost), and a second store of the same text would only reinforce it."""
+    home = agent_home
+    path = relay.socket_path(str(home), "default")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    got: list[bytes] = []
+
+    def take_and_vanish() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            got.append(relay.read_frame(conn) or b"")     # read the request, answer nothing
+
+    reader = threading.Thread(target=take_and_vanish)
+    reader.start()
+    try:
+        out, err, status = _cli(["store", "--text", "-", "-c", "home/garden"],
+                                "Seed potatoes arrive in March\n", home, tmp_path)
+    finally:
+        reader.join(10)
+        listener.close()
+    assert got and b"Seed potatoes" in got[0]       # it did go to the "serve" first
+    assert (status, err) == (0, "") and "<id>" in out
+    with Memory.open("default", home=home) as mem:
+        texts = [f.text for f in mem.facts(limit=100)]
+    assert texts.count("Seed potatoes arrive in March") == 1
+
+
+def test_a_declined_piped_store_still_reads_its_stdin(agent_home, tmp_path):
+    home = agent_home
+    env = _in_another_time_zone(home)
+    with relaying("default", str(home)) as server:
+        _, _, status = _cli(["store", "--text", "-"], "Piped and declined\n", home, tmp_path,
+                            env=env)
+        assert server is not None and server.served == 0
+    assert status == 0
+    with Memory.open("default", home=home) as mem:
+        assert "Piped and declined" in [f.text for f in mem.facts(limit=100)]
+
+
+def test_a_request_from_another_installation_is_declined(tmp_path):
+    from evoclaw_memory.cli.relay_server import run_request
+    request = {"protocol": relay.PROTOCOL, "installation": "0.0.1 /elsewhere",
+               "argv": ["hot"], "env": relay.relevant_env(os.environ), "stdin": None}
+    assert run_request(request, "default", str(tmp_path)) == {
+        "declined": "another installation or version"}
+    assert "declined" in run_request({"protocol": 99}, "default", str(tmp_path))
+    assert "declined" in run_request(None, "default", str(tmp_path))
+
+
+def test_the_relay_client_imports_nothing_of_the_library(tmp_path):
+    """What a relayed run loads: the package's empty top, cli, main and relay; no store,
+    no msgspec, no typing (the point of the relay is to skip them)."""
+    code = ("import sys\n"
+            "from evoclaw_memory.cli import relay\n"
+            "relay.offer(['--home', sys.argv[1], 'hot'])\n"       # no socket: returns
+            "print(sorted(sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(eval(proc.stdout.splitlines()[-1]))
+    assert "evoclaw_memory.cli.relay" in loaded
+    ours = {m for m in loaded if m.startswith("evoclaw_memory")}
+    assert ours == {"evoclaw_memory", "evoclaw_memory.cli", "evoclaw_memory.cli.main",
+                    "evoclaw_memory.cli.relay"}
+    assert not loaded & {"msgspec", "typing", "sqlite3", "datetime", "click"}
+
+
+def test_serve_runs_the_cli_commands_while_it_lives(seeded, tmp_path):
+    """The real `serve` process: its socket appears with a log line, a store through it
+    lands in the memory, and the socket is gone after SIGTERM."""
+    home = tmp_path / "home"
+    shutil.copytree(seeded, home)
+    env = _env(home)
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "wb") as out:
+        proc = subprocess.Popen([_script(), "serve", "--no-sync", "--no-consolidate"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=out, stdin=subprocess.DEVNULL)
+    path = relay.socket_path(str(home), "default")
+    try:
+        deadline = time.monotonic() + 30
+        while "started:" not in log_path.read_text() and proc.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert f"; CLI relay on {path}" in log_path.read_text()
+        assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+        out, err, status = _cli(["store", "--text", "Compost is turned on Sundays"], None,
+                                home, tmp_path)
+        assert (status, err) == (0, "")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    assert not os.path.exists(path)
+    assert "stopped on SIGTERM; 1 CLI command(s) relayed; outbox" in log_path.read_text()
+    with Memory.open("default", home=home) as mem:
+        assert "Compost is turned on Sundays" in [f.text for f in mem.facts(limit=100)]
+
+
+def test_a_long_socket_path_is_reached_through_its_folder(seeded, tmp_path, monkeypatch):
+    """sun_path holds ~108 bytes; a home deeper than that still gets its relay (Linux)."""
+    home = tmp_path / ("d" * 60) / ("e" * 60) / "home"
+    shutil.copytree(seeded, home)
+    _same_env_as_cli(monkeypatch, home)
+    assert len(relay.socket_path(str(home), "default")) > 150
+    server = RelayServer("default", str(home))
+    assert server.start() is None
+    try:
+        out, _, status = _cli(["retrieve", "oolong"], None, home, tmp_path)
+        assert status == 0 and "oolong tea" in out and server.served == 1
+    finally:
+        server.close()
+    assert not os.path.exists(relay.socket_path(str(home), "default"))
