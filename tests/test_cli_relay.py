@@ -290,3 +290,30 @@ def test_a_long_socket_path_is_reached_through_its_folder(seeded, tmp_path, monk
     finally:
         server.close()
     assert not os.path.exists(relay.socket_path(str(home), "default"))
+
+
+def test_serve_says_in_its_started_line_why_its_relay_is_off(agent_home):
+    """Another serve of the same agent holds the socket: this one runs without a relay and
+    its first log line says so (the other keeps its socket)."""
+    from evoclaw_memory.agent.service import Service
+    path = relay.socket_path(str(agent_home), "default")
+    other = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    other.bind(path)
+    other.listen(1)
+    try:
+        with Memory.open("default", home=agent_home) as mem:
+            service = Service(mem, sync=False, consolidate=False,
+                              relay=RelayServer("default", str(agent_home)))
+            runner = threading.Thread(target=service.run)
+            runner.start()
+            deadline = time.monotonic() + 30
+            while not service.actions and time.monotonic() < deadline:
+                time.sleep(0.01)
+            service.stop("test")
+            runner.join(30)
+        assert service.actions[0].endswith(
+            f"; CLI relay off (another serve of this agent answers on {path})")
+        assert service.actions[-1].startswith("stopped on test; outbox ")     # none relayed
+        assert os.path.exists(path)
+    finally:
+        other.close()

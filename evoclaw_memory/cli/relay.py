@@ -120,6 +120,8 @@ def connect(sock: "Any", path: str) -> None:
 def exchange(path: str, request: bytes) -> "Any":
     """Send one request frame and read one reply frame; None if either fails."""
     import _socket
+    if not hasattr(_socket, "AF_UNIX"):
+        return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_TIMEOUT)

@@ -132,6 +132,8 @@ class RelayServer:
 
     def start(self) -> Optional[str]:
         """Bind and start accepting; None when listening, else why the relay is off."""
+        if not hasattr(socket, "AF_UNIX"):
+            return "this platform has no Unix sockets"
         if not self._claim_path():
             return f"another serve of this agent answers on {self.path}"
         target, folder = relay.address(self.path)
