@@ -10,6 +10,8 @@ import sqlite3
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evoclaw_memory import Memory
 from evoclaw_memory.store import migrate
@@ -50,6 +52,24 @@ def test_alias_pairs_are_read_from_what_the_text_states():
     # A "called X" belongs to the name right before it, not to the clause's subject.
     assert alias_pairs("Hannah walks a greyhound called Pixel") == []
     assert alias_pairs("The boiler pressure should be 1.5 bar") == []
+
+
+# Pieces that sit on the edges of the alias hint: its words in every case, inside other
+# words and glued by an underscore (a word character), punctuation, and characters that
+# case-fold into ASCII letters (long s, Kelvin sign, dotted I).
+_HINT_PIECES = ["son", "Son", "SON", "sons", "son_x", "x_son", "my son", "Wife's", "aka",
+                "Osaka", "a.k.a", "A.K.A.", "called", "CALLED", "goes by", "goes  by", "Goes By",
+                "known as", "nicknamed", "pet", "petal", "vet", "(", "（", ")", "'", "-", ".",
+                "ſon", "\u212aid", "İ", "ß", "陈莉", "Chen Li", "the", "x", "9"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_HINT_PIECES), min_size=1, max_size=8),
+       st.sampled_from(["", " "]))
+def test_the_alias_hint_without_its_regex_says_what_the_regex_says(pieces, glue):
+    from evoclaw_memory.text import _alias_hint, may_state_aliases
+    text = glue.join(pieces)
+    assert may_state_aliases(text) == (_alias_hint().search(text) is not None), text
 
 
 def test_a_query_naming_one_alias_finds_facts_naming_the_other(mem):
