@@ -60,7 +60,9 @@ def test_alias_pairs_are_read_from_what_the_text_states():
 _HINT_PIECES = ["son", "Son", "SON", "sons", "son_x", "x_son", "my son", "Wife's", "aka",
                 "Osaka", "a.k.a", "A.K.A.", "called", "CALLED", "goes by", "goes  by", "Goes By",
                 "known as", "nicknamed", "pet", "petal", "vet", "(", "（", ")", "'", "-", ".",
-                "ſon", "\u212aid", "İ", "ß", "陈莉", "Chen Li", "the", "x", "9"]
+                "ſon", "\u212aid", "İ", "ß", "陈莉", "Chen Li", "the", "x", "9", "ı", "WİFE",
+                "wıfe", "ſiſter", "\u212aID", "sonä", "ä", "£", "á", "Son。", "，son", "\u0307",
+                "ǅ", "Ω", "ﬁance", "fiance", "ＳＯＮ", "ca\u0301lled"]
 
 
 @settings(max_examples=3000, deadline=None)
