@@ -111,7 +111,8 @@ def text(name: str, value: Any, max_len: Optional[int] = None, *,
     if not allow_nul and "\x00" in value:
         raise ValidationError(f"{name} contains a NUL character")
     try:
-        value.encode("utf-8")
+        if not value.isascii():       # (ASCII holds no surrogate: most text skips the copy)
+            value.encode("utf-8")
     except UnicodeEncodeError:
         # argv with invalid UTF-8 arrives as surrogate escapes; JSON can carry lone "\ud800".
         raise ValidationError(f"{name} is not valid UTF-8 (a lone surrogate or an undecodable "

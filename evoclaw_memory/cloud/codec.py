@@ -102,7 +102,8 @@ def fact_from_row(row: tuple) -> Fact:
                 if last_access else created,
                 access_count=validate.integer("cloud fact access_count", access_count or 0,
                                               0, validate.INT_MAX),
-                metadata=validate.metadata(meta) or Metadata(),
+                # (the empty default holds nothing to check: most rows of a mirror)
+                metadata=meta if meta.is_empty() else validate.metadata(meta) or Metadata(),
                 source=validate.text("cloud fact source", source or "legacy", max_len=64),
                 tier="cold", superseded_by=validate.optional_text("cloud fact superseded_by",
                                                                   superseded_by, max_len=64),
