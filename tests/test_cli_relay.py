@@ -189,6 +189,7 @@ def test_a_serve_gone_before_answering_leaves_the_store_to_the_cli(agent_home, t
     def take_and_vanish() -> None:
         conn, _ = listener.accept()
         with conn:
+            conn.sendall(relay.READY)
             got.append(relay.read_frame(conn) or b"")     # read the request, answer nothing
 
     reader = threading.Thread(target=take_and_vanish)
@@ -204,6 +205,32 @@ def test_a_serve_gone_before_answering_leaves_the_store_to_the_cli(agent_home, t
     with Memory.open("default", home=home) as mem:
         texts = [f.text for f in mem.facts(limit=100)]
     assert texts.count("Seed potatoes arrive in March") == 1
+
+
+def test_a_serve_that_never_takes_the_connection_costs_a_wait_not_the_command(agent_home,
+                                                                             tmp_path):
+    """A stopped or wedged serve: the kernel still accepts into the listen backlog, but no
+    worker says READY, so the CLI sends nothing, waits READY_TIMEOUT and stores it itself;
+    the request, never sent, cannot run later."""
+    home = agent_home
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(relay.socket_path(str(home), "default"))
+    listener.listen(1)                  # listening, never accepting: a SIGSTOPped serve
+    try:
+        started = time.monotonic()
+        out, err, status = _cli(["store", "--text", "-"], "Frost cloth is in the garage\n",
+                                home, tmp_path)
+        waited = time.monotonic() - started
+        pending, _ = listener.accept()
+        with pending:
+            pending.settimeout(1)
+            assert pending.recv(100) == b""                 # the CLI sent no request
+    finally:
+        listener.close()
+    assert (status, err) == (0, "") and "<id>" in out
+    assert relay.READY_TIMEOUT <= waited < relay.READY_TIMEOUT + 30
+    with Memory.open("default", home=home) as mem:
+        assert "Frost cloth is in the garage" in [f.text for f in mem.facts(limit=100)]
 
 
 def test_a_declined_piped_store_still_reads_its_stdin(agent_home, tmp_path):

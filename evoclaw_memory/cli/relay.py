@@ -10,8 +10,9 @@ exactly as cli.fast would (same parser, same bodies, a fresh `Memory` per comman
 back what it wrote, in order, and the exit status, which this process writes and exits with.
 
 Everything else runs here as before, and so does any command serve declines: no socket or a
-stale one (serve not running), another installation or version, another HOME or TZ, a
-relative --home or --config, another agent, a form that cli.fast leaves to click. serve
+stale one (serve not running), a serve that does not say READY within READY_TIMEOUT
+(stopped, wedged, all its workers busy), another installation or version, another HOME or
+TZ, a relative --home or --config, another agent, a form that cli.fast leaves to click. serve
 reads the configuration from the environment sent (EVOCLAW_*, TURSO_*), not from its own.
 If serve goes away before it answers, the command runs here; a `store` that serve had
 committed is then found as a duplicate and reinforced, not stored twice.
@@ -35,6 +36,11 @@ SOCKET_NAME = "serve.sock"
 # its folder's descriptor (/proc/self/fd/N/serve.sock) where there is /proc, else not relayed.
 MAX_SOCKET_PATH = 100
 CONNECT_TIMEOUT = 1.0
+# serve says READY when a worker takes the connection; the request is sent only then, so a
+# serve that is stopped (SIGSTOP), wedged or saturated costs this wait, never a command run
+# twice: a request never sent is never run.
+READY = b"\x01"
+READY_TIMEOUT = 2.0
 FRAME_MAX = 64 << 20
 # What decides the configuration besides the flags and the file (config.ENV_VARS), and what
 # else of the environment the library reads (Path.home(), the local time zone).
@@ -118,7 +124,8 @@ def connect(sock: "Any", path: str) -> None:
 
 
 def exchange(path: str, request: bytes) -> "Any":
-    """Send one request frame and read one reply frame; None if either fails."""
+    """Wait for serve's READY, send one request frame and read one reply frame; None if any
+    of it fails (the caller then runs the command itself)."""
     import _socket
     if not hasattr(_socket, "AF_UNIX"):
         return None
@@ -126,6 +133,9 @@ def exchange(path: str, request: bytes) -> "Any":
     try:
         sock.settimeout(CONNECT_TIMEOUT)
         connect(sock, path)
+        sock.settimeout(READY_TIMEOUT)
+        if _read_exactly(sock, len(READY)) != READY:
+            return None
         sock.settimeout(None)       # the command runs as long as it runs, as it would here
         send_frame(sock, request)
         frame = read_frame(sock)

@@ -206,6 +206,7 @@ class RelayServer:
                 conn.settimeout(None)
                 if not _same_user(conn):
                     return
+                conn.sendall(relay.READY)
                 frame = relay.read_frame(conn)
                 if frame is None:
                     return
