@@ -2,7 +2,9 @@
 
 - `remember` throughput: 10,000 generated facts stored one call at a time through the API
   (each call its own local transaction with outbox and audit rows, warm eviction included),
-  against the floor of the same number of plain sqlite3 INSERT (facts + FTS5) transactions.
+  against the floor of the same number of plain sqlite3 INSERT (facts + FTS5) transactions;
+  and the same facts on a full 50-node tree of the 100k-fact store. The three run side by
+  side, in alternating chunks of 500 calls, so that their ratios see the same machine.
 - `end_conversation` (rule mode) latency on realistic 5–10 turn conversations, beside
   `distill` alone (no storing).
 - Storing through the CLI as separate processes (`evoclaw-memory store --text … --category …`,
@@ -11,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 
@@ -22,28 +25,37 @@ TITLE = "2. Write path"
 N_REMEMBER = 10_000
 TARGET_REMEMBER_S = 5.0
 N_DURABILITY = 2_000
+CHUNK = 500                 # calls per turn when remember runs side by side (small / full / floor)
 
 
-def _floor_inserts(path, facts) -> float:
+class _Floor:
     """The same facts as plain sqlite3 inserts, one transaction each (WAL, synchronous=FULL,
-    as the store: every commit durable)."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = FULL")
-    conn.execute("CREATE TABLE facts (rowid INTEGER PRIMARY KEY, id TEXT UNIQUE, text TEXT, "
-                 "category TEXT, importance REAL, created_at REAL, metadata TEXT)")
-    conn.execute("CREATE VIRTUAL TABLE facts_fts USING fts5 (body)")
-    t = time.perf_counter()
-    for g in facts:
-        conn.execute("BEGIN IMMEDIATE")
-        cur = conn.execute("INSERT INTO facts (id, text, category, importance, created_at, "
-                           "metadata) VALUES (?, ?, ?, ?, ?, '{}')",
-                           (g.id, g.text, g.category, g.importance, time.time()))
-        conn.execute("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, g.text))
-        conn.execute("COMMIT")
-    elapsed = time.perf_counter() - t
-    conn.close()
-    return elapsed
+    as the store: every commit durable), a chunk at a time."""
+
+    def __init__(self, path) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute("PRAGMA synchronous = FULL")
+        self.conn.execute("CREATE TABLE facts (rowid INTEGER PRIMARY KEY, id TEXT UNIQUE, "
+                          "text TEXT, category TEXT, importance REAL, created_at REAL, "
+                          "metadata TEXT)")
+        self.conn.execute("CREATE VIRTUAL TABLE facts_fts USING fts5 (body)")
+
+    def insert(self, facts) -> float:
+        conn = self.conn
+        t = time.perf_counter()
+        for g in facts:
+            conn.execute("BEGIN IMMEDIATE")
+            cur = conn.execute("INSERT INTO facts (id, text, category, importance, created_at, "
+                               "metadata) VALUES (?, ?, ?, ?, ?, '{}')",
+                               (g.id, g.text, g.category, g.importance, time.time()))
+            conn.execute("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)",
+                         (cur.lastrowid, g.text))
+            conn.execute("COMMIT")
+        return time.perf_counter() - t
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 def _durability_cost(ws: Workspace, facts) -> tuple[float, float]:
@@ -60,53 +72,73 @@ def _durability_cost(ws: Workspace, facts) -> tuple[float, float]:
     return times["FULL"], times["NORMAL"]
 
 
-def _full_tree(ws: Workspace, gen) -> tuple[float, dict, dict]:
-    """remember x 10,000 on a copy of the 100k-fact store whose tree is full (50 nodes) and
-    where every fifth fact's category is a path the tree does not have (as an agent older
-    than a few months sees: categories keep arriving beyond the limit, so leaves merge)."""
+def _full_tree_store(ws: Workspace, stack: contextlib.ExitStack) -> tuple[object, dict]:
+    """A copy of the 100k-fact store whose tree is full (50 nodes), open for the stack's life;
+    and what its set-up measured (the one-time entity catch-up)."""
     n_store = 100_000
-    log(f"write: remember x {N_REMEMBER:,} on a full tree of a {n_store:,}-fact store")
-    home = ws.copy_store(n_store)
-    per_call: list[float] = []
-    new_paths = 0
-    with memory(home) as mem:
-        # The store is an old agent's: its facts are linked to their entities (the build's
-        # consolidation did it). Time that linking once more on its own, as a store from a
-        # release before the entity graph needs it: the one-time catch-up after an upgrade.
-        conn = mem.store.conn
-        with mem.store.transaction():
-            for table in ("entity_facts", "entity_relations", "entity_aliases", "entities"):
-                conn.execute(f"DELETE FROM {table}")
-            conn.execute("DELETE FROM kv WHERE key = 'entities.linked_rowid'")
-        t_link = time.perf_counter()
-        linked = mem.link_new_facts(batch=None)
-        link_s = time.perf_counter() - t_link
-        extra = 0
-        while len(mem.tree) < 50 and extra < 60:
-            top = ("lessons", "finance", "travel", "health")[extra % 4]
-            try:
-                mem.tree_add(f"{top}/extra-{extra}", "added to fill the tree")
-            except Exception:                                    # noqa: BLE001 - a full parent
-                pass
-            extra += 1
+    log(f"write: a full tree on a {n_store:,}-fact store")
+    mem = stack.enter_context(memory(ws.copy_store(n_store)))
+    # The store is an old agent's: its facts are linked to their entities (the build's
+    # consolidation did it). Time that linking once more on its own, as a store from a
+    # release before the entity graph needs it: the one-time catch-up after an upgrade.
+    conn = mem.store.conn
+    with mem.store.transaction():
+        for table in ("entity_facts", "entity_relations", "entity_aliases", "entities"):
+            conn.execute(f"DELETE FROM {table}")
+        conn.execute("DELETE FROM kv WHERE key = 'entities.linked_rowid'")
+    t_link = time.perf_counter()
+    linked = mem.link_new_facts(batch=None)
+    link_s = time.perf_counter() - t_link
+    extra = 0
+    while len(mem.tree) < 50 and extra < 60:
+        top = ("lessons", "finance", "travel", "health")[extra % 4]
+        try:
+            mem.tree_add(f"{top}/extra-{extra}", "added to fill the tree")
+        except Exception:                                    # noqa: BLE001 - a full parent
+            pass
+        extra += 1
+    return mem, {"store_facts": n_store, "catch_up_linked": linked, "catch_up_s": link_s}
+
+
+def _remember_side_by_side(ws: Workspace, gen) -> dict:
+    """remember × N on the bench's 42-node tree of a new store, the same facts on the full
+    tree of the 100k store (every fifth with a category path the tree does not have, as an
+    agent older than a few months sees: categories keep arriving beyond the limit, so leaves
+    merge), and the floor's plain transactions: in alternating chunks of CHUNK calls, so that
+    the three see the same machine (its fsync drifts over minutes by more than the ratios)."""
+    out: dict = {"small": [], "full": [], "floor": 0.0, "full_cpu": 0.0, "new_paths": 0}
+    with contextlib.ExitStack() as stack:
+        small = stack.enter_context(memory(ws.new_home("remember")))
+        build_tree(small)
+        full, info = _full_tree_store(ws, stack)
+        floor = _Floor(ws.new_home("floor") / "floor.db")
+        stack.callback(floor.close)
+        log(f"write: remember x {N_REMEMBER:,}, small tree / full tree / floor, side by side")
         now = time.time()
-        t0, cpu0 = time.perf_counter(), time.process_time()
-        for i, g in enumerate(gen):
-            category = g.category
-            if i % 5 == 0:
-                new_paths += 1
-                category = f"{g.category.split('/')[0]}/topic-{i % 37}"
-            t = time.perf_counter()
-            mem.remember(g.text + " (again)", category=category, importance=g.importance,
-                         created_at=now - g.age_days * DAY)
-            per_call.append(time.perf_counter() - t)
-        total = time.perf_counter() - t0
-        cpu = time.process_time() - cpu0
-        nodes = len(mem.tree)
-    return total, stats(per_call[100:]), {
-        "store_facts": n_store, "cpu_s": cpu, "tree_nodes_after": nodes, "new_paths": new_paths,
-        "first_p50": stats(per_call[:1000])["p50"], "last_p50": stats(per_call[-1000:])["p50"],
-        "catch_up_linked": linked, "catch_up_s": link_s}
+        for start in range(0, len(gen), CHUNK):
+            chunk = gen[start:start + CHUNK]
+            for g in chunk:
+                t = time.perf_counter()
+                small.remember(g.text, category=g.category, importance=g.importance,
+                               created_at=now - g.age_days * DAY,
+                               metadata={"urls": g.urls, "commands": g.commands,
+                                         "paths": g.paths})
+                out["small"].append(time.perf_counter() - t)
+            cpu0 = time.process_time()
+            for i, g in enumerate(chunk, start):
+                category = g.category
+                if i % 5 == 0:
+                    out["new_paths"] += 1
+                    category = f"{g.category.split('/')[0]}/topic-{i % 37}"
+                t = time.perf_counter()
+                full.remember(g.text + " (again)", category=category, importance=g.importance,
+                              created_at=now - g.age_days * DAY)
+                out["full"].append(time.perf_counter() - t)
+            out["full_cpu"] += time.process_time() - cpu0
+            out["floor"] += floor.insert(chunk)
+        out["sizes"] = small.metrics()["sizes"]
+        out["tree_nodes_after"] = len(full.tree)
+    return {**out, **info}
 
 
 def _end_conversation_old_agent(ws: Workspace, convs) -> tuple[list[float], list[float]]:
@@ -130,29 +162,15 @@ def run(ws: Workspace) -> AreaResult:
     quick = ws.quick
     gen = Generator(101).unique_facts(N_REMEMBER, max_age_days=30)
 
-    # -- remember throughput ------------------------------------------------------------
-    log(f"write: remember x {N_REMEMBER:,}")
-    home = ws.new_home("remember")
-    per_call: list[float] = []
-    with memory(home) as mem:
-        build_tree(mem)
-        now = time.time()
-        t0 = time.perf_counter()
-        for g in gen:
-            t = time.perf_counter()
-            mem.remember(g.text, category=g.category, importance=g.importance,
-                         created_at=now - g.age_days * DAY,
-                         metadata={"urls": g.urls, "commands": g.commands, "paths": g.paths})
-            per_call.append(time.perf_counter() - t)
-        total = time.perf_counter() - t0
-        sizes = mem.metrics()["sizes"]
-    floor = _floor_inserts(ws.new_home("floor") / "floor.db", gen)
-    st = stats(per_call[100:])
+    # -- remember throughput, on a small and on a full tree, beside the floor -------------
+    both = _remember_side_by_side(ws, gen)
+    total, floor = sum(both["small"]), both["floor"]
+    st = stats(both["small"][100:])
     res.data["remember"] = {"n": N_REMEMBER, "total_s": total, "per_call": st,
-                            "floor_total_s": floor, "sizes_after": sizes}
+                            "floor_total_s": floor, "sizes_after": both["sizes"]}
     res.add(f"remember × {N_REMEMBER:,} (one call each), total", secs(total),
-            f"plain sqlite3 insert+FTS txns: {secs(floor)} ({total / floor:.1f}×)",
-            "< 5 s", verdict(total < TARGET_REMEMBER_S))
+            f"plain sqlite3 insert+FTS txns, same run, chunks alternating: {secs(floor)} "
+            f"({total / floor:.1f}×)", "< 5 s", verdict(total < TARGET_REMEMBER_S))
     res.add("remember throughput", f"{N_REMEMBER / total:,.0f} facts/s",
             f"floor {N_REMEMBER / floor:,.0f} facts/s")
     res.add("remember per call p50 / p95", p50_p95(st), "(first 100 calls discarded)")
@@ -161,19 +179,22 @@ def run(ws: Workspace) -> AreaResult:
     res.add(f"remember × {N_DURABILITY:,}, synchronous=FULL (the store's)", secs(full_s),
             f"synchronous=NORMAL (not used): {secs(normal_s)} ({full_s / normal_s:.1f}×)")
 
-    # -- remember on a full tree of a big store -----------------------------------------
-    full_s, full_st, info = _full_tree(ws, gen)
+    # -- remember on a full tree of a big store (measured above, chunk by chunk) ----------
+    full_s, full_st = sum(both["full"]), stats(both["full"][100:])
+    first, last = stats(both["full"][:1000])["p50"], stats(both["full"][-1000:])["p50"]
+    info = {k: both[k] for k in ("store_facts", "catch_up_linked", "catch_up_s",
+                                  "tree_nodes_after", "new_paths")}
     res.data["remember_full_tree"] = {"n": N_REMEMBER, "total_s": full_s, "per_call": full_st,
-                                      **info}
+                                      "cpu_s": both["full_cpu"], "first_p50": first,
+                                      "last_p50": last, **info}
     res.add(f"remember × {N_REMEMBER:,} on a full 50-node tree of a {info['store_facts']:,}-fact "
             "store", secs(full_s),
-            f"the 42-node tree above: {secs(total)} ({full_s / total:.2f}×); "
-            f"{info['new_paths']:,} calls with a path beyond the tree; CPU {secs(info['cpu_s'])} "
-            "(the rest is waiting on fsync)", "< 5 s",
+            f"the 42-node tree above, same run: {secs(total)} ({full_s / total:.2f}×; p50 "
+            f"{full_st['p50'] / st['p50']:.2f}×); {info['new_paths']:,} calls with a path beyond "
+            f"the tree; CPU {secs(both['full_cpu'])} (the rest is waiting on fsync)", "< 5 s",
             verdict(full_s < TARGET_REMEMBER_S))
     res.add("remember per call p50 / p95, full tree, 100k facts", p50_p95(full_st),
-            f"first 1,000 calls p50 {ms(info['first_p50'])} · last 1,000 p50 "
-            f"{ms(info['last_p50'])} (no growth)")
+            f"first 1,000 calls p50 {ms(first)} · last 1,000 p50 {ms(last)} (no growth)")
     res.add(f"linking the {info['catch_up_linked']:,} facts of a store from before the entity graph",
             secs(info["catch_up_s"]),
             f"{info['catch_up_s'] / max(info['catch_up_linked'], 1) * 1e3:.3f} ms per fact; once, "
