@@ -288,8 +288,8 @@ def _unicode_word() -> re.Pattern[str]:
 
 def may_state_aliases(text: str) -> bool:
     """What _alias_hint().search(text) says, without it: its case-blind alternation of ~45
-    words behind \b costs ~35 µs a text, a third of a 100k-fact `restore --full`; substring
-    tests and a set of words give the same answer (tests/test_retrieval_wording.py)."""
+    whole words costs ~35 µs a text, a third of a 100k-fact `restore --full`; substring tests
+    and a set of words give the same answer (tests/test_retrieval_wording.py)."""
     if "(" in text or "（" in text:
         return True
     if text.isascii():

@@ -5,8 +5,9 @@ Every fast form of tests/test_cli_fast.py runs through the console script twice,
 its own copy of the same memory: once with a relay listening on the copy (a real
 RelayServer on a real Unix socket, in this test's process as in serve's), once without;
 stdout, stderr and exit status must be the same, and the relay must have run exactly the
-forms it should. Then the refusals (another environment, a relative --home, a serve that
-went away mid-command) and the real `serve` process's socket.
+forms it should. Then the configuration (the CLI's, not serve's), the refusals (another time
+zone, a relative --home, a stale socket, a serve that never takes the connection or goes away
+mid-command) and the real `serve` process's socket and log lines.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def _in_another_time_zone(home: Path) -> dict[str, str]:
 
 
 def _same_env_as_cli(monkeypatch, home: Path) -> None:
-    """This process's environment as the CLI's (_env): the relay only runs for its own."""
+    """This process's EVOCLAW_*/TURSO_* as the CLI's (_env), so that only what a test sets
+    differs between the serve side and the CLI (which sends its own; serve reads that)."""
     for name in list(os.environ):
         if name.startswith(relay.ENV_PREFIXES):
             monkeypatch.delenv(name)
