@@ -247,6 +247,26 @@ def test_a_declined_piped_store_still_reads_its_stdin(agent_home, tmp_path):
         assert "Piped and declined" in [f.text for f in mem.facts(limit=100)]
 
 
+def test_a_peer_that_stalls_after_ready_frees_its_worker(agent_home, tmp_path, monkeypatch):
+    """A connection that takes READY and sends nothing (a stopped CLI, or not a CLI at all)
+    is dropped after PEER_TIMEOUT, and the worker serves the next command."""
+    from evoclaw_memory.cli import relay_server
+    monkeypatch.setattr(relay_server, "PEER_TIMEOUT", 0.5)
+    monkeypatch.setattr(relay_server, "MAX_WORKERS", 1)
+    with relaying("default", str(agent_home)) as server:
+        assert server is not None
+        stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stalled.connect(relay.socket_path(str(agent_home), "default"))
+        try:
+            stalled.settimeout(5)
+            assert stalled.recv(1) == relay.READY                  # it holds the one worker
+            assert stalled.recv(1) == b""                          # ... until dropped
+            out, _, status = _cli(["retrieve", "oolong"], None, agent_home, tmp_path)
+        finally:
+            stalled.close()
+        assert status == 0 and "oolong tea" in out and server.served == 1
+
+
 def test_a_request_from_another_installation_is_declined(tmp_path):
     from evoclaw_memory.cli.relay_server import run_request
     request = {"protocol": relay.PROTOCOL, "installation": "0.0.1 /elsewhere",

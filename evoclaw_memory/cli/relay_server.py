@@ -34,6 +34,7 @@ from evoclaw_memory.cli import fast, plain, relay
 ACCEPT_POLL = 0.2           # seconds: how soon the accept loop notices close()
 MAX_WORKERS = 4             # commands running at once; more wait to be accepted
 DRAIN_SECONDS = 30.0        # close() waits this long for running commands to finish
+PEER_TIMEOUT = 10.0         # seconds a worker waits for a CLI's request, or for it to read
 log = logging.getLogger("evoclaw_memory.cli.relay_server")
 
 
@@ -203,7 +204,9 @@ class RelayServer:
     def _serve_one(self, conn: socket.socket) -> None:
         try:
             with conn:
-                conn.settimeout(None)
+                # A CLI that stalls after READY (stopped, or not one of ours) must not hold a
+                # worker: its request comes at once, and it reads the reply as soon as sent.
+                conn.settimeout(PEER_TIMEOUT)
                 if not _same_user(conn):
                     return
                 conn.sendall(relay.READY)
@@ -214,7 +217,7 @@ class RelayServer:
                     request = marshal.loads(frame)
                 except (ValueError, EOFError, TypeError):
                     request = None
-                reply = run_request(request, self.agent_id, self.home)
+                reply = run_request(request, self.agent_id, self.home)   # as long as it takes
                 if "declined" in reply:
                     self.log.debug("relay: declined: %s", reply["declined"])
                 else:
