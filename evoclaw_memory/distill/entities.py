@@ -19,6 +19,7 @@ from typing import Optional
 
 import msgspec
 
+from evoclaw_memory.distill.metadata import compiled
 from evoclaw_memory.distill.signals import find_people
 from evoclaw_memory.store.entities import OWNER, norm
 
@@ -49,9 +50,9 @@ _KIN_PEOPLE = ("wife husband partner girlfriend boyfriend fiancee fiance son dau
                "aunt uncle cousin niece nephew friend boss colleague coworker manager doctor "
                "dentist teacher therapist neighbor neighbour roommate mentor coach").split()
 _KIN_PETS = "dog cat puppy kitten pet turtle parrot rabbit hamster horse".split()
-# These compile on first use too (`_compiled`), and three run only on texts holding their
-# literal words ("my ", "project", a tool verb): ~8 ms of compiling most CLI `store` runs skip.
-_compiled = functools.cache(re.compile)
+# These compile on first use too (metadata.compiled), and three run only on texts holding
+# their literal words ("my ", "project", a tool verb): ~8 ms of compiling most CLI `store`
+# runs skip.
 _MY = (rf"\b(?i:my (?:(?:best|old|new|little|big|older|younger) )?({'|'.join(_KIN_PEOPLE + _KIN_PETS)})"
        rf"(?:,| is| named| called| whose name is)?) ({_NAME})\b")
 _ZH_KIN = {"老婆": "wife", "妻子": "wife", "太太": "wife", "老公": "husband", "丈夫": "husband",
@@ -171,7 +172,7 @@ def extract(text: str) -> list[Mention]:
             # elsewhere or it is followed by a verb-like word (find_people skips first words).
             if name and (" " in name or name in people or _looks_like_subject(text, opening.end())):
                 add(name, "people", "subject")
-    for match in (_compiled(_MY).finditer(body) if "my " in body.lower() else ()):
+    for match in (compiled(_MY).finditer(body) if "my " in body.lower() else ()):
         word = match.group(1).lower()
         add(_clean(match.group(2)), "other" if word in _KIN_PETS else "people", relation=word)
     zh_people = [n for n in people if _is_cjk_run(n)]
@@ -182,11 +183,11 @@ def extract(text: str) -> list[Mention]:
         name = next((n for n in zh_people if taken.startswith(n) or n.startswith(taken)),
                     _zh(taken[:2]))
         add(name, "people", relation=_ZH_KIN[match.group(1)])
-    for match in _compiled(_PLACE).finditer(body):
+    for match in compiled(_PLACE).finditer(body):
         add(_clean(match.group(1)), "places")
-    for match in (_compiled(_PROJECT).finditer(body) if "project" in body else ()):
+    for match in (compiled(_PROJECT).finditer(body) if "project" in body else ()):
         add(_clean(match.group(1) or match.group(2)), "projects")
-    for match in (_compiled(_TOOL).finditer(body) if any(w in body for w in _TOOL_WORDS) else ()):
+    for match in (compiled(_TOOL).finditer(body) if any(w in body for w in _TOOL_WORDS) else ()):
         add(match.group(1), "tools")
     for name in people:
         if _is_cjk_run(name):
@@ -203,4 +204,4 @@ _VERBS = (r"(?:\s+(?:now|still|also|just|always|never|often|usually|really|"
 
 
 def _looks_like_subject(text: str, end: int) -> bool:
-    return bool(_compiled(_VERBS).match(text, end))
+    return bool(compiled(_VERBS).match(text, end))

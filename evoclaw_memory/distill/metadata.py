@@ -8,7 +8,7 @@ Extraction order matters: URLs are found first and blanked out, so that the path
 does not see `/foo` inside `https://x.org/foo`; backticked code is blanked out before
 looking for bare domains and prose commands, so `logger.info` in code is not a link.
 
-The link and path patterns compile on first use (`_compiled`), after their substring test:
+The link and path patterns compile on first use (`compiled`), after their substring test:
 every CLI `store` is a fresh process, and most facts hold no link and no path.
 """
 
@@ -49,8 +49,9 @@ _MAX_COMMAND_CHARS = 300
 # Characters a URL may contain (RFC 3986), minus the apostrophe, which in prose is far more
 # often a closing quote than part of a link.
 _URL_CHARS = r"A-Za-z0-9\-._~:/?#\[\]@!$&()*+,;=%"
-# A pattern compiled once, when first needed (the sources below are plain strings).
-_compiled = functools.lru_cache(maxsize=None)(re.compile)
+# A pattern compiled once, when first needed (the sources below are plain strings); the
+# distiller's other rules (distill.entities) compile theirs through it too.
+compiled = functools.cache(re.compile)
 
 # Not after a letter or digit, but after Chinese it may start: "见https://..." is a link.
 _URL = (rf"(?<![A-Za-z0-9])https?://[{_URL_CHARS}]+", re.IGNORECASE)
@@ -243,16 +244,16 @@ def metadata_search_text(m: Metadata) -> str:
 
 def _find_urls(text: str, code_spans: list[tuple[int, int]]) -> list[tuple[tuple[int, int], str]]:
     """((start, end), url) for every link, in order of appearance, without overlaps."""
-    found = _cleaned_matches(_compiled(*_URL), text) if "://" in text else []
+    found = _cleaned_matches(compiled(*_URL), text) if "://" in text else []
     if "www." in text:
-        found += _cleaned_matches(_compiled(*_WWW), text)
+        found += _cleaned_matches(compiled(*_WWW), text)
     # Bare domains are looked for only where no link and no code is, so `logger.info` in
     # backticks or the host inside a found URL is never reported twice.
     if _DOT_WORD_RE.search(text):
         masked = _blank_spans(text, [span for span, _ in found] + code_spans)
         found.extend(
             item
-            for item, match in _cleaned_matches(_compiled(_BARE_DOMAIN), masked, with_match=True)
+            for item, match in _cleaned_matches(compiled(_BARE_DOMAIN), masked, with_match=True)
             if match.group("host").rsplit(".", 1)[1] in _KNOWN_TLDS
         )
     found.sort(key=lambda item: item[0][0])
@@ -291,7 +292,7 @@ def _find_paths(text: str) -> list[tuple[int, str]]:
     for source, needed in _PATH_PATTERNS:
         if not any(part in text for part in needed):
             continue
-        for (start, _), path in _cleaned_matches(_compiled(source), text):
+        for (start, _), path in _cleaned_matches(compiled(source), text):
             # "~/", "./" or "/x" alone say nothing.
             if len(path.strip("/.~")) >= (1 if path[0] in "~." else 2) and len(path) <= _MAX_ITEM_CHARS:
                 found.append((start, path))
