@@ -291,7 +291,7 @@ def test_the_relay_client_imports_nothing_of_the_library(tmp_path):
     assert "evoclaw_memory.cli.relay" in loaded
     ours = {m for m in loaded if m.startswith("evoclaw_memory")}
     assert ours == {"evoclaw_memory", "evoclaw_memory.cli", "evoclaw_memory.cli.main",
-                    "evoclaw_memory.cli.relay"}
+                    "evoclaw_memory.cli.relay", "evoclaw_memory.limits"}
     assert not loaded & {"msgspec", "typing", "sqlite3", "datetime", "click"}
 
 

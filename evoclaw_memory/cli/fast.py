@@ -11,7 +11,8 @@ click would reject (its error message is click's to write), a terminal on stdin 
 `--text -`, EVOCLAW_DEBUG=1, an output stream that is not UTF-8. tests/test_cli_fast.py runs
 each form through both paths and compares them.
 
-This module imports only cli.plain (no click) and the library lazily through it.
+This module imports only cli.plain (no click) and the library lazily through it, and
+cli.relay for the one question both paths must answer alike (relay.fast_output).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import stat
 import sys
 from typing import Any, Optional
 
-from evoclaw_memory.cli import plain
+from evoclaw_memory.cli import plain, relay
 
 # What a flag takes: a value, a value that may repeat, nothing (a flag), or two values.
 VALUE, MULTI, FLAG, PAIR = "value", "multi", "flag", "pair"
@@ -56,7 +57,7 @@ def run(argv: list[str], hard_exit: bool = False) -> None:
     """Run `argv` when it is a common form of a per-turn command (exits the process with
     its status); return, having done nothing, for anything else. `hard_exit` (the console
     script: a process of its own) ends it without the interpreter's teardown, see _end."""
-    if os.environ.get("EVOCLAW_DEBUG") == "1" or not (_utf8(sys.stdout) and _utf8(sys.stderr)):
+    if not relay.fast_output():
         return
     try:
         st, command, opts, args = _parse(argv)
@@ -99,12 +100,6 @@ def _end(status: int, hard_exit: bool) -> None:
     if hard_exit:
         os._exit(status)
     sys.exit(status)
-
-
-def _utf8(stream: Any) -> bool:
-    # click re-wraps a stream whose encoding is ASCII; such runs keep click's output.
-    encoding = getattr(stream, "encoding", None) or ""
-    return encoding.lower().replace("-", "").replace("_", "") == "utf8"
 
 
 def _take(argv: list[str], i: int, spec: dict[str, tuple[str, str]],

@@ -19,12 +19,14 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
+from evoclaw_memory.limits import INPUT_MAX_BYTES
+
 EXIT_USAGE = 2              # click's usage error; no library error uses it
 EXIT_INTERNAL = 70          # EX_SOFTWARE
 EXIT_INTERRUPTED = 130
 # Read at most this much from a file or stdin (the library's INPUT_MAX_BYTES, plus one byte
 # so that an oversized input is seen as oversized rather than silently cut).
-READ_LIMIT = 1_000_000 + 1
+READ_LIMIT = INPUT_MAX_BYTES + 1
 
 # An `echo(message="", err=False, nl=True)`: click.echo on the click path, `echo` below on
 # the fast path (the same bytes on a UTF-8 stream, which is the only kind fast runs on).

@@ -17,7 +17,8 @@ reads the configuration from the environment sent (EVOCLAW_*, TURSO_*), not from
 If serve goes away before it answers, the command runs here; a `store` that serve had
 committed is then found as a duplicate and reinforced, not stored twice.
 
-Kept to what the interpreter has loaded at start-up (os, sys, io, marshal) plus `_socket`.
+Kept to what the interpreter has loaded at start-up (os, sys, io, marshal) plus `_socket`
+and the package's constants (limits).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from __future__ import annotations
 import marshal
 import os
 import sys
+
+from evoclaw_memory.limits import INPUT_MAX_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,8 +49,8 @@ FRAME_MAX = 64 << 20
 # else of the environment the library reads (Path.home(), the local time zone).
 ENV_PREFIXES = ("EVOCLAW_", "TURSO_")
 ENV_NAMES = ("HOME", "TZ")
-# plain.READ_LIMIT: at most this much of stdin is read for `--text -`.
-READ_LIMIT = 1_000_000 + 1
+# At most this much of stdin is read for `--text -` (as cli.plain reads it).
+READ_LIMIT = INPUT_MAX_BYTES + 1
 PER_TURN = ("store", "retrieve", "context", "hot")
 
 
@@ -170,12 +173,19 @@ def _read_exactly(sock: "Any", size: int) -> Optional[bytes]:
     return b"".join(chunks)
 
 
+def fast_output() -> bool:
+    """Whether this run's output is the kind cli.fast writes itself (and so serve may write
+    for it): no EVOCLAW_DEBUG=1 (a traceback is wanted), and UTF-8 stdout and stderr (click
+    re-wraps a stream whose encoding is ASCII; such runs keep click's output). cli.fast asks
+    the same question here, so the two paths cannot disagree on it."""
+    return os.environ.get("EVOCLAW_DEBUG") != "1" and all(
+        (getattr(s, "encoding", None) or "").lower().replace("-", "").replace("_", "") == "utf8"
+        for s in (sys.stdout, sys.stderr))
+
+
 def _candidate(argv: list[str]) -> bool:
     """Worth asking serve: a per-turn command, output the fast path would write itself."""
-    if os.environ.get("EVOCLAW_DEBUG") == "1" or not any(a in PER_TURN for a in argv):
-        return False
-    return all((getattr(s, "encoding", None) or "").lower().replace("-", "").replace("_", "")
-               == "utf8" for s in (sys.stdout, sys.stderr))
+    return any(a in PER_TURN for a in argv) and fast_output()
 
 
 def _socket_for(argv: list[str]) -> Optional[str]:
