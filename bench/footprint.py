@@ -2,7 +2,8 @@
 
 - Wall time of `evoclaw-memory --help` and `evoclaw-memory retrieve QUERY` (on a 100k-fact
   store) as fresh processes, many runs, beside a bare `python -c pass` of the same
-  interpreter (the floor every Python CLI pays).
+  interpreter (the floor every Python CLI pays). Every CLI row runs a regular install of
+  the checkout, as users install it (bench/install.py), not the bench's editable one.
 - Peak RSS of one CLI `retrieve` over 100,000 facts, from a fresh wrapper process's
   getrusage(RUSAGE_CHILDREN), beside the bare interpreter's.
 - Installed size: the package and the closure of its runtime dependencies (files listed in
@@ -19,14 +20,14 @@ import json
 import re
 import signal
 import subprocess
-import sys
 import time
 from importlib import metadata
 from pathlib import Path
 from typing import Iterator
 
 from .data import Generator
-from .util import (AGENT, AreaResult, Workspace, clean_env, cli_path, db_path, human_bytes,
+from .install import regular_install
+from .util import (AGENT, AreaResult, Workspace, clean_env, db_path, human_bytes,
                    log, p50_p95, peak_rss_kb, run_timed, stats, verdict)
 
 TITLE = "6. Footprint"
@@ -138,28 +139,20 @@ def _serving(exe: str, env: dict, home: Path) -> Iterator[dict]:
         counts["relayed"] = int(found.group(1)) if found else 0
 
 
-def _per_turn(res: AreaResult, exe: str, env: dict, runs: int, queries: list[str],
-              relayed: bool = False) -> None:
+def _per_turn(res: AreaResult, python: str, exe: str, env: dict, runs: int,
+              queries: list[str], relayed: bool = False) -> None:
     """The commands an agent runs every turn (store, retrieve, context, hot) as fresh
-    processes, alternating with `python -c pass` round by round; wall and CPU medians.
-    With `relayed`, the agent's `serve` is running, so each command runs in it (cli.relay).
-    Byte-code is compiled first, for both sides: this machine sets PYTHONDONTWRITEBYTECODE=1,
-    and a user's pip install compiles it. `python -c pass` reads only the standard library,
-    compiled when the interpreter was installed; the CLI reads the package and its
-    dependencies, compiled here (files already up to date are skipped)."""
-    import compileall
+    processes of the regular install (bench/install.py: byte-code compiled, as pip's install
+    does), alternating with that install's `python -c pass` round by round; wall and CPU
+    medians. With `relayed`, the agent's `serve` (of the same install) is running, so each
+    command runs in it (cli.relay)."""
     import resource
     import statistics
-    import sysconfig
 
-    import evoclaw_memory
     log("footprint: per-turn commands")
-    compileall.compile_dir(str(Path(evoclaw_memory.__file__).parent), quiet=1)
-    for lib in sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}):
-        compileall.compile_dir(lib, quiet=1)
     base = [exe, "--agent-id", AGENT]
     tag = " (relayed)" if relayed else ""       # new facts on both rounds, not duplicates
-    cmds = {"python -c pass": lambda i: [sys.executable, "-c", "pass"],
+    cmds = {"python -c pass": lambda i: [python, "-c", "pass"],
             "store": lambda i: base + ["store", "--text", f"turn {i}{tag}: the owner asked about "
                                        "the garden hose", "--category", "home/maintenance"],
             "retrieve": lambda i: base + ["retrieve", queries[i % len(queries)]],
@@ -220,13 +213,13 @@ def _cpu_seconds(pid) -> float:
 def run(ws: Workspace) -> AreaResult:
     res = AreaResult("footprint", TITLE)
     runs = 20 if ws.quick else 60
-    exe = cli_path()
+    python, exe = regular_install(ws.root)
     home = ws.copy_store(N_FACTS)
     env = clean_env(home)
     queries = Generator(7).queries(runs + 10)
 
     log("footprint: start-up times")
-    floor = _startup([[sys.executable, "-c", "pass"]], env, runs)
+    floor = _startup([[python, "-c", "pass"]], env, runs)
     helps = _startup([[exe, "--help"]], env, runs)
     rets = _startup([[exe, "--agent-id", AGENT, "retrieve", q] for q in queries], env, runs)
     fl, hp, rt = stats(floor), stats(helps), stats(rets)
@@ -237,12 +230,12 @@ def run(ws: Workspace) -> AreaResult:
             f"`python -c pass` {p50_p95(fl)}", "< 250 ms", verdict(rt["p95"] < STARTUP_TARGET))
 
     _link_all(home)
-    _per_turn(res, exe, env, runs, queries)
-    _per_turn(res, exe, env, runs, queries, relayed=True)
+    _per_turn(res, python, exe, env, runs, queries)
+    _per_turn(res, python, exe, env, runs, queries, relayed=True)
 
     log("footprint: peak RSS")
     rss = [peak_rss_kb([exe, "--agent-id", AGENT, "retrieve", q], env) for q in queries[:5]]
-    rss_floor = peak_rss_kb([sys.executable, "-c", "pass"], env)
+    rss_floor = peak_rss_kb([python, "-c", "pass"], env)
     rss_help = peak_rss_kb([exe, "--help"], env)
     peak_mb = max(rss) / 1024
     res.data["rss_kb"] = {"retrieve_100k": rss, "python_pass": rss_floor, "help": rss_help}
@@ -272,4 +265,9 @@ def run(ws: Workspace) -> AreaResult:
             f"({db_bytes / 1024 ** 2:.0f} MB total)")
     res.notes.append(f"Start-up: {runs} runs each after 3 warm-up, fresh processes, wall clock; "
                      "retrieve runs use a different query each time on a copy of the 100k store.")
+    res.notes.append("Every CLI row runs a regular install of this checkout (its wheel, "
+                     "installed by pip into a venv of the same interpreter, as users install "
+                     "it), beside that venv's `python -c pass`; until 2026-12-02 they ran the "
+                     "bench's editable install, whose finder imports ~20 ms of modules at "
+                     "every interpreter start, `python -c pass` included (bench/install.py).")
     return res

@@ -18,7 +18,8 @@ import sqlite3
 import time
 
 from .data import DAY, Generator, build_tree
-from .util import (AreaResult, Workspace, clean_env, cli_path, log, memory, ms, p50_p95,
+from .install import regular_install
+from .util import (AreaResult, Workspace, clean_env, log, memory, ms, p50_p95,
                    run_timed, secs, stats, time_calls, verdict)
 
 TITLE = "2. Write path"
@@ -259,7 +260,7 @@ def run(ws: Workspace) -> AreaResult:
     log(f"write: CLI store x {n_cli}")
     home = ws.new_home("cli")
     env = clean_env(home)
-    exe = cli_path()
+    _, exe = regular_install(ws.root)
     cli_facts = Generator(202).unique_facts(n_cli + 5, max_age_days=30)
     samples = []
     for i, g in enumerate(cli_facts):
@@ -279,9 +280,10 @@ def run(ws: Workspace) -> AreaResult:
             f"API remember mean {ms(api_mean)}")
     res.add("CLI `store` × 10,000 (extrapolated)", secs(cst["mean"] * 10_000),
             f"API {secs(api_mean * 10_000)} ({cst['mean'] / api_mean:.0f}× slower via CLI)")
-    res.notes.append(f"CLI: {len(samples)} `evoclaw-memory store` processes timed (5 warm-up), "
-                     "wall clock incl. interpreter start-up; the per-10k figure is their mean "
-                     "× 10,000, an extrapolation, not a measured 10k run.")
+    res.notes.append(f"CLI: {len(samples)} `evoclaw-memory store` processes of a regular install "
+                     "(bench/install.py) timed (5 warm-up), no `serve` running, wall clock incl. "
+                     "interpreter start-up; the per-10k figure is their mean × 10,000, an "
+                     "extrapolation, not a measured 10k run.")
     res.notes.append("remember: facts aged 0–30 days, with their metadata; every call is a "
                      "full API call (validation, duplicate check, tree, outbox, audit, eviction "
                      "once warm passes 50 KB).")
