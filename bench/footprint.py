@@ -98,6 +98,10 @@ def installed_sizes() -> dict[str, int]:
 
 
 PER_TURN_TARGET = 0.035
+# What a per-turn command cannot start without: the models are msgspec Structs (SPEC: typed
+# records), the store is SQLite at a path. typing_extensions is kept out as cli.fast does.
+IMPORT_FLOOR = "import sys; sys.modules['typing_extensions'] = None; import msgspec, pathlib, sqlite3"
+IMPORT_FLOOR_NAME = "imports floor"
 
 
 def _link_all(home: Path) -> None:
@@ -158,6 +162,8 @@ def _per_turn(res: AreaResult, python: str, exe: str, env: dict, runs: int,
             "retrieve": lambda i: base + ["retrieve", queries[i % len(queries)]],
             "context": lambda i: base + ["context", queries[i % len(queries)]],
             "hot": lambda i: base + ["hot"]}
+    if not relayed:
+        cmds[IMPORT_FLOOR_NAME] = lambda i: [python, "-c", IMPORT_FLOOR]
     wall: dict[str, list[float]] = {k: [] for k in cmds}
     cpu: dict[str, list[float]] = {k: [] for k in cmds}
     with contextlib.ExitStack() as stack:
@@ -182,6 +188,12 @@ def _per_turn(res: AreaResult, python: str, exe: str, env: dict, runs: int,
     res.data["per_turn_relayed" if relayed else "per_turn"] = {
         k: {"wall": stats(wall[k]), "cpu_median": statistics.median(cpu[k])} for k in cmds}
     how = "with `serve` running (relayed to it)" if relayed else "no `serve` running"
+    if not relayed:
+        over = statistics.median(wall[IMPORT_FLOOR_NAME]) - floor_wall
+        res.add("imports every per-turn command needs, alone (msgspec as the CLI imports it, "
+                "pathlib, sqlite3): median − `python -c pass` median [no user path: the floor "
+                "under the rows below]", f"{over * 1000:+.0f} ms",
+                f"`python -c \"{IMPORT_FLOOR}\"`, alternating with the commands below")
     for name in ("store", "retrieve", "context", "hot"):
         over = statistics.median(wall[name]) - floor_wall
         over_cpu = statistics.median(cpu[name]) - floor_cpu
