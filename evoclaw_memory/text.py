@@ -285,15 +285,24 @@ def may_state_aliases(text: str) -> bool:
     whole word in any case. The same answer as one case-blind regex of them all, which cost
     ~35 µs a text (a third of a 100k-fact `restore --full`): tests/test_retrieval_wording.py
     holds that regex and checks the two agree."""
-    if "(" in text or "（" in text:
-        return True
+    return any(_alias_hints(text))
+
+
+def _alias_hints(text: str) -> tuple[bool, bool, bool]:
+    """What each alias pattern needs, apart: a parenthesis (`paren`), a hint phrase
+    (`known_as`), a relation word as a whole word (`relation`). A pattern runs only when its
+    own hint holds: a text with "(noted Tuesday)" need not run the relation pattern, the
+    costliest (tests/test_retrieval_wording.py: each pattern's match implies its hint)."""
+    paren = "(" in text or "（" in text
     if text.isascii():
-        return _has_hint_phrase(text.lower()) or not _RELATION_BYTES.isdisjoint(
+        low = text.lower()
+        return paren, _has_hint_phrase(low), not _RELATION_BYTES.isdisjoint(
             text.encode().translate(_ASCII_WORD_CHARS).split())
     if "\u0131" in text or "\u017f" in text or "\u0130" in text or "\u212a" in text:
         text = text.translate(_FOLD_TO_ASCII)      # (rare: a dict lookup per character)
     low = text.lower()
-    return _has_hint_phrase(low) or not _RELATION_WORDS.isdisjoint(_unicode_word().findall(low))
+    return paren, _has_hint_phrase(low), \
+        not _RELATION_WORDS.isdisjoint(_unicode_word().findall(low))
 
 
 def _has_hint_phrase(low: str) -> bool:
@@ -304,12 +313,14 @@ def _has_hint_phrase(low: str) -> bool:
 
 def alias_pairs(text: str) -> list[tuple[str, str]]:
     """(name, alias) pairs a text states, as search-token strings ("chen li", "lily")."""
-    if not may_state_aliases(text):
+    paren, phrase, relation = _alias_hints(text)
+    if not (paren or phrase or relation):
         return []                         # the common case: no pattern can match
     pat = _alias_patterns()
     out: dict[tuple[str, str], None] = {}
-    found = pat.paren.findall(text) + pat.relation.findall(text)
-    for m in pat.known_as.finditer(text):
+    found = (pat.paren.findall(text) if paren else []) + \
+        (pat.relation.findall(text) if relation else [])
+    for m in (pat.known_as.finditer(text) if phrase else ()):
         # The name a "called X" belongs to stands right before it ("Chen Li (陈莉), called
         # Lily"), not anywhere in the clause ("Hannah walks a greyhound called Pixel").
         before = text[max(0, m.start() - 60):m.start()]

@@ -78,6 +78,29 @@ def test_the_alias_hint_without_its_regex_says_what_the_regex_says(pieces, glue)
     assert may_state_aliases(text) == (_ALIAS_HINT.search(text) is not None), text
 
 
+# Pieces that make each alias pattern match, or nearly: names, parentheses, relation words and
+# hint phrases in several cases and scripts, next to the hint's own edge pieces.
+_PATTERN_PIECES = _HINT_PIECES + ["Chen Li", "Lily", "(Lily)", "（陈莉）", "Sam's", "my", "My",
+                                  "our", "wife", "WİFE", "ſister", "Sarah", "Oscar", "is",
+                                  "named", "called Lily", "known as Sal", "a.k.a. Bo", ",", ". ",
+                                  "; ", "?", "Mary-Jane", "Dr", "Kid"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_PATTERN_PIECES), min_size=1, max_size=8),
+       st.sampled_from(["", " "]))
+def test_each_alias_pattern_runs_only_where_its_hint_holds_and_misses_nothing(pieces, glue):
+    # alias_pairs runs a pattern only when its own part of the hint holds: each pattern's
+    # match must imply that part, else skipping it would lose a pair.
+    from evoclaw_memory.text import _alias_hints, _alias_patterns
+    text = glue.join(pieces)
+    paren, phrase, relation = _alias_hints(text)
+    pat = _alias_patterns()
+    assert paren or not pat.paren.search(text), text
+    assert phrase or not pat.known_as.search(text), text
+    assert relation or not pat.relation.search(text), text
+
+
 def test_a_query_naming_one_alias_finds_facts_naming_the_other(mem):
     mem.remember("Sam's wife is Chen Li, known as Lily at work", category="owner/family")
     shifts = mem.remember("Chen Li works late shifts on Tuesdays", category="owner/family")
