@@ -279,20 +279,15 @@ def _unicode_word() -> re.Pattern[str]:
     return re.compile(r"\w+")
 
 
-def may_state_aliases(text: str) -> bool:
-    """Whether `text` holds what every alias pattern needs somewhere: "(", "called", "goes by",
-    "known as", "nicknamed", "aka", "a.k.a" in any case, or a relation word (_RELATIONS) as a
-    whole word in any case. The same answer as one case-blind regex of them all, which cost
-    ~35 µs a text (a third of a 100k-fact `restore --full`): tests/test_retrieval_wording.py
-    holds that regex and checks the two agree."""
-    return any(_alias_hints(text))
-
-
 def _alias_hints(text: str) -> tuple[bool, bool, bool]:
-    """What each alias pattern needs, apart: a parenthesis (`paren`), a hint phrase
-    (`known_as`), a relation word as a whole word (`relation`). A pattern runs only when its
-    own hint holds: a text with "(noted Tuesday)" need not run the relation pattern, the
-    costliest (tests/test_retrieval_wording.py: each pattern's match implies its hint)."""
+    """What each alias pattern needs somewhere in `text`, apart: "(" or "（" (`paren`); "called",
+    "goes by", "known as", "nicknamed", "aka" or "a.k.a" in any case (`known_as`); a relation
+    word (_RELATIONS) as a whole word in any case (`relation`). Together, the same answer as
+    one case-blind regex of them all, which cost ~35 µs a text (a third of a 100k-fact
+    `restore --full`); tests/test_retrieval_wording.py holds that regex and checks the two
+    agree. A pattern runs only when its own hint holds: a text with "(noted Tuesday)" need not
+    run the relation pattern, the costliest (the same tests: each pattern's match implies its
+    hint)."""
     paren = "(" in text or "（" in text
     if text.isascii():
         low = text.lower()

@@ -127,11 +127,12 @@ def _row_metadata(metadata) -> Metadata:
 
 def _usual_row_fact(row: tuple) -> Optional[Fact]:
     """The row of the current cloud schema (15 columns) whose every value is of the usual
-    kind, decoded with inline tests that each imply the validator's own (and give the same
-    value); None for anything else, which _checked_row_fact then checks in full (and names
-    what is wrong). A mirror opens 100,000 rows: the twelve validator calls per row were ~40%
-    of the time spent decoding them. tests/test_cloud_codec_rows.py checks both give the same
-    Fact, or the fast one gives None, on rows built from every edge of every column."""
+    kind, decoded with inline tests that each imply the validator's own and give the same
+    value (the text and the category go through their validators); None for anything else,
+    which _checked_row_fact then checks in full (and names what is wrong). A mirror opens
+    100,000 rows: the twelve validator calls per row were ~40% of the time spent decoding
+    them. tests/test_cloud_codec_rows.py checks both give the same Fact, or the fast one
+    gives None, on rows built from every edge of every column."""
     if len(row) != 15:
         return None
     (fid, text, category, importance, created_at, access_count, metadata, source, last_access,
@@ -139,8 +140,6 @@ def _usual_row_fact(row: tuple) -> Optional[Fact]:
     source = source or "legacy"          # (the original skill wrote none)
     if speaker is not None or not (_plain_id(fid) and _plain_id(source)
                                    and (superseded_by is None or _plain_id(superseded_by))):
-        return None
-    if type(text) is not str or "\x00" in text or not (text.isascii() or _encodes(text)):
         return None
     if importance is None:
         importance = 0.5
@@ -172,11 +171,14 @@ def _usual_row_fact(row: tuple) -> Optional[Fact]:
         else:
             return None
     try:
-        category = validate.category(category)    # (cached: a store has a few dozen paths)
+        # The validators themselves, one call each: the text's checks (NUL, valid UTF-8) have
+        # no cheaper form, and the category's answer is cached (a store has a few dozen paths).
+        text = validate.text("cloud fact text", text)
+        category = validate.category(category)
     except ValidationError:
         return None
-    # Positional, in models.Fact's field order: keywords cost ~2 µs a row more (the test
-    # above compares every field with the keyword-built Fact of the full path).
+    # Positional, in models.Fact's field order: keywords cost ~2 µs a row more
+    # (tests/test_cloud_codec_rows.py compares every field with the full path's Fact).
     return Fact(fid, text, category, importance, created,
                 float(last_access), access_count, _row_metadata(metadata), source, "cold",
                 superseded_by, bool(flags & 1), bool(flags & 2), clocks[0], clocks[1], clocks[2],
@@ -187,15 +189,6 @@ def _plain_id(value) -> bool:
     """An id, source or link the full check passes as it is: ASCII text of 1-64 characters
     without NUL (ASCII holds no lone surrogate)."""
     return type(value) is str and 0 < len(value) <= 64 and value.isascii() and "\x00" not in value
-
-
-def _encodes(text: str) -> bool:
-    """Valid UTF-8 (no lone surrogate)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def fact_flags(fact: Fact) -> int:
