@@ -117,7 +117,8 @@ CHUNK_BYTES = 16_000         # text per gzip member: a lookup decompresses one (
 HEADER_END = "# Columns: stem, word, synonyms, hypernyms, gloss words. Sorted by stem.\n"
 
 
-def write_word_list(out: Path, header: str, rows: list[list[str]]) -> int:
+def write_word_list(out: Path, header: str, rows: list[list[str]],
+                    header_end: str = HEADER_END) -> int:
     """Write rows [word, synonyms, hypernyms, gloss words] (in the order whose first word of a
     stem wins) as the file related.py reads: one gzip stream, the header (with the index of
     the later members) in the first member, ~CHUNK_BYTES of lines sorted by stem in each
@@ -125,7 +126,7 @@ def write_word_list(out: Path, header: str, rows: list[list[str]]) -> int:
     import json
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from evoclaw_memory.retrieval.related import INDEX_PREFIX
+    from evoclaw_memory.english import INDEX_PREFIX
     from evoclaw_memory.text import stem
     by_stem: dict[str, list[str]] = {}
     for word, *columns in rows:
@@ -145,7 +146,7 @@ def write_word_list(out: Path, header: str, rows: list[list[str]]) -> int:
     for key, data in members:
         index.append([key, offset, len(data)])
         offset += len(data)
-    head = header + HEADER_END + INDEX_PREFIX + json.dumps(index, separators=(",", ":")) + "\n"
+    head = header + header_end + INDEX_PREFIX + json.dumps(index, separators=(",", ":")) + "\n"
     out.write_bytes(gzip.compress(head.encode("utf-8"), compresslevel=9, mtime=0)
                     + b"".join(data for _, data in members))
     return len(lines)

@@ -109,6 +109,7 @@ def test_a_conversation_sums_warm_once_and_keeps_the_true_total(mem):
     mem.end_conversation([
         {"role": "user", "name": "Sam", "content": "My sister Ana moved to Lisbon in March."},
         {"role": "assistant", "content": "Noted: Ana lives in Lisbon now."},
+        {"role": "user", "name": "Sam", "content": "Ana's new flat has a view of the river."},
         {"role": "user", "name": "Sam", "content": "The boiler service is booked for 12 May."},
         {"role": "assistant", "content": "I will remind you about the boiler on 11 May."},
         {"role": "user", "name": "Sam", "content": "Our router firmware is OpenWrt 23.05."},

@@ -44,12 +44,26 @@ _ZH_REACTION_RE = re.compile(r"祝(?:你|您|你们)?|旅途|愉快|顺利|加�
                              r"哈哈+|厉害|恭喜|开心|一切|你们|再见|晚安")
 
 
+# A request for the assistant to do something now ("Give me a word of the day", "Play something
+# to cheer me up", "Remind me what bills are coming up"): like a question, it asks, it does
+# not state. "Remind me to call mum on Friday" states a task and is kept.
+_REQUEST_NOW = re.compile(
+    r"^\W*(?:(?:please|ok|okay|hey|so|now|and)[,\s]+)*(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?:(?:give|show|tell|find|get|read|write|send|bring|pick|make|fetch)\s+(?:me|us)\b"
+    r"|(?:play|suggest|recommend|find|pick|choose|put\s+on)\s+(?:me\s+|us\s+)?(?:something|some|a|an|one)\b"
+    r"|(?:help\s+(?:me|us)|cheer\s+(?:me|us)\s+up|explain|summari[sz]e|translate|look\s+up)\b"
+    r"|remind\s+(?:me|us)\s+(?:what|when|where|who|how|which|about|of)\b)", re.I)
+
+
 def is_worth_keeping(sentence: Sentence) -> bool:
-    """Inclusive (a conversation turn): everything but greetings, thanks, reactions and
-    questions (SPEC §4); a question is kept only for the link, command or path it carries."""
+    """Inclusive (a conversation turn): everything but greetings, thanks, reactions,
+    questions and requests for the assistant to do something now (SPEC §4); a question or a
+    request is kept only for the link, command or path it carries."""
     if sentence.items:
         return True
     if sentence.filler or not sentence.substantive:
+        return False
+    if _REQUEST_NOW.match(sentence.text):
         return False
     if sentence.question and not REQUEST_RE.match(sentence.text) and not _tagged_statement(sentence):
         return False

@@ -94,6 +94,11 @@ def resolve_dates(text: str, when: dt.datetime) -> Resolved:
 
     def english(match: re.Match[str]) -> str:
         g = match.groupdict()
+        if _ABSOLUTE_NEXT_RE.match(text, match.end()) or _habitual(text, match):
+            # "Wednesday 14 January 2026" is already absolute (resolved once, never again:
+            # a restated or pasted fact came back "... 14 January 2026 14 January 2026");
+            # "every Saturday morning", "Saturday mornings" name no one day.
+            return match.group()
         # "since yesterday", "yesterday was fun": the date stands bare (no "on" before it)
         bare = _bare(text, match.start()) or _SUBJECT_NEXT_RE.match(text, match.end()) is not None
         on = "" if bare else "on "
@@ -187,6 +192,21 @@ def resolve_dates(text: str, when: dt.datetime) -> Resolved:
     if text[:1].isupper() and out[:1].islower():      # "Last night was ..." -> "The night of ..."
         out = out[0].upper() + out[1:]
     return Resolved(out, found, any(day > today for day in found))
+
+
+_ABSOLUTE_NEXT_RE = re.compile(
+    r",?\s+(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:" + "|".join(_MONTHS) + r")\b"
+    r"|,?\s+(?:" + "|".join(_MONTHS) + r")\s+\d{1,2}\b|\s+\d{4}-\d{2}-\d{2}", re.I)
+_HABITUAL_BEFORE_RE = re.compile(r"\b(?:every|each|most|all|usual|other|alternate)\s+$", re.I)
+_HABITUAL_AFTER_RE = re.compile(r"s?\s+(?:mornings|afternoons|evenings|nights)\b", re.I)
+
+
+def _habitual(text: str, match: re.Match[str]) -> bool:
+    """A weekday that names a habit, not a day: "every Friday", "Saturday mornings"."""
+    if not match.groupdict().get("wd") and (match.groupdict().get("what") or "").lower() not in _WEEKDAYS:
+        return False
+    return _HABITUAL_BEFORE_RE.search(text, 0, match.start()) is not None \
+        or _HABITUAL_AFTER_RE.match(text, match.end()) is not None
 
 
 _SUBJECT_NEXT_RE = re.compile(r"\s+(?:was|were|is|has been|had been)\b", re.I)

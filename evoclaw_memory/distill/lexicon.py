@@ -19,7 +19,7 @@ from typing import Iterable
 from evoclaw_memory.distill.metadata import words_regex
 
 # Every data file this package reads (a test checks each ships, non-empty).
-DATA_FILES = ("lexicon.txt", "words.txt")
+DATA_FILES = ("lexicon.txt", "slots.txt", "words.txt")
 
 Table = list[tuple[str, list[str], list[str]]]
 

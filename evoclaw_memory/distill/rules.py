@@ -34,7 +34,9 @@ from evoclaw_memory.distill.classify import (CONVERSATION_MIN_SCORE, CategoryInd
                                              importance_of, is_informative, is_minor_statement,
                                              is_worth_keeping, slug,
                                              terms_of_hints)
+from evoclaw_memory.distill.agent_turns import commitment_tasks, is_commitment, is_done_for_owner
 from evoclaw_memory.distill.dates import resolve_dates
+from evoclaw_memory.distill.packing import continues
 from evoclaw_memory.distill.speakers import attribute
 from evoclaw_memory.distill.lexicon import SUMMARY_DROP
 from evoclaw_memory.distill.metadata import merge_metadata
@@ -178,6 +180,11 @@ class _FactBuilder:
         return [fact for _, fact in sorted(facts + extra_facts, key=lambda pair: pair[0])]
 
     def _keep(self, sentence: Sentence, block: Block) -> bool:
+        if block.turn is not None and block.turn.agent:
+            # The agent's own words: only what it did for the owner and the links, commands
+            # and paths it gives are facts (its undertakings become tasks: agent_turns.py);
+            # the rest restates the memory or is general knowledge.
+            return bool(sentence.items) or is_done_for_owner(sentence.text)
         if block.turn is not None:
             # Storage is cheap and a later question may need any plain statement: keep all
             # but what carries nothing (greetings, thanks, reactions, bare questions).
@@ -221,7 +228,8 @@ class _FactBuilder:
         out = []
         for i, sentence in enumerate(sentences):
             index = block_of(sentence.start)
-            if id(sentence) in kept_ids or blocks[index].turn is None or not is_minor_statement(sentence):
+            turn = blocks[index].turn
+            if id(sentence) in kept_ids or turn is None or turn.agent or not is_minor_statement(sentence):
                 continue
             near = [sentences[j] for j in (i - 1, i + 1) if 0 <= j < len(sentences)]
             if any(id(n) in kept_ids and block_of(n.start) == index for n in near):
@@ -243,7 +251,8 @@ class _FactBuilder:
             index = block_of(sentence.start)
             turn = blocks[index].turn
             if (turn is not None and out and out[-1][0] == index
-                    and not any(_STANDS_ALONE & s.flags for s in (out[-1][1][-1], sentence))):
+                    and not any(_STANDS_ALONE & s.flags for s in (out[-1][1][-1], sentence))
+                    and continues([s.text for s in out[-1][1]], sentence.text)):
                 if len(_said(turn, [self._piece(s, turn)[0] for s in [*out[-1][1], sentence]])) \
                         <= DISTILLED_FACT_MAX_CHARS:
                     out[-1][1].append(sentence)
@@ -274,7 +283,7 @@ class _FactBuilder:
             return self._fact(group[0], block, clean_sentence(group[0].text))
         pieces = [self._piece(s, turn) for s in group]
         for text, plan in pieces:
-            if plan is not None:
+            if plan is not None and not (turn.agent and is_commitment(text)):  # agent_turns
                 self.plans.append((shorten(text), *plan))
         best = max(group, key=lambda s: s.score) if len(group) > 1 else group[0]   # first on ties
         draft = self._fact(best, block, _said(turn, [text for text, _ in pieces]))
@@ -296,7 +305,7 @@ class _FactBuilder:
             text = clean_sentence(sentence.text)
             if turn is not None:
                 text, plan = self._piece(sentence, turn)
-                if plan is not None:
+                if plan is not None and not (turn.agent and is_commitment(text)):
                     self.plans.append((shorten(text), *plan))
         return FactDraft(
             text=shorten(text),
@@ -316,11 +325,15 @@ def distill_facts(messages: Messages, known_categories: list[str],
 
 
 def distill_conversation(messages: Messages, known_categories: list[str],
-                         at: Optional[float] = None) -> tuple[list[FactDraft], list[dict]]:
+                         at: Optional[float] = None,
+                         agent_names: Sequence[str] = ()) -> tuple[list[FactDraft], list[dict]]:
     """(facts, hot updates): what each speaker said, naming them, dates made absolute against
-    the message's time (else `at`, else now), each fact created at its message's time; and
-    the dated plans among them as hot events or tasks dated on their day."""
-    turns = conversation_turns(messages, time.time() if at is None else at, dated=at is not None)
+    the message's time (else `at`, else now), each fact created at its message's time; the
+    dated plans among them as hot events or tasks dated on their day; the agent's own turns
+    (`agent_names`: see turns.conversation_turns) only for their commitments, as tasks, and
+    the links they give."""
+    turns = conversation_turns(messages, time.time() if at is None else at, dated=at is not None,
+                               agent_names=agent_names)
     blocks = [Block(turn.text, from_assistant=turn.role == "assistant", turn=turn) for turn in turns]
     builder = _FactBuilder(CategoryIndex(known_categories), "distill", CONVERSATION_MIN_SCORE)
     # The same thing said twice is one fact; what each saying links to is kept.
@@ -332,7 +345,7 @@ def distill_conversation(messages: Messages, known_categories: list[str],
             by_key[key] = fact
         elif fact.metadata != first.metadata:
             first.metadata = merge_metadata(first.metadata, fact.metadata)
-    return list(by_key.values()), _plan_updates(builder.plans)
+    return list(by_key.values()), _plan_updates(builder.plans) + commitment_tasks(turns)
 
 
 _TASK_RE = re.compile(r"\b(?:need to|have to|must|remind me|don't forget|to-?do)\b|记得|提醒|要交|得去", re.I)

@@ -10,7 +10,7 @@ System prompts and tool output are not the owner's memories and are left out.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, NamedTuple, Optional, Sequence, Union
+from typing import Any, Collection, NamedTuple, Optional, Sequence, Union
 
 from evoclaw_memory import validate
 
@@ -25,11 +25,18 @@ class Turn(NamedTuple):
     addressee: Optional[str]     # who "you" is, when the conversation has just two speakers
     when: float                  # epoch seconds: the message's own time, else the conversation's
     dated: bool = True           # False: nobody said when (a fact's time is then "now")
+    agent: bool = False          # the agent's own turn (an assistant without a person's name)
 
 
-def conversation_turns(messages: Messages, at: float, dated: bool = True) -> list[Turn]:
+def conversation_turns(messages: Messages, at: float, dated: bool = True,
+                       agent_names: Collection[str] = ()) -> list[Turn]:
     """The user and assistant turns of `messages`, each with its speaker and time (`dated`:
-    `at` was given, not just the clock's now)."""
+    `at` was given, not just the clock's now).
+
+    An assistant turn is the agent's own when it has no name, or the agent's name
+    (`agent_names`, e.g. hot memory's identity.agent_name); a named assistant is a person
+    (a LoCoMo-style conversation between two people passes the second one so)."""
+    agents = {ASSISTANT.lower()} | {n.strip().lower() for n in agent_names if n and n.strip()}
     raw: list[tuple[str, str, Optional[str], float, bool]] = []
     if isinstance(messages, str):
         messages = [messages]
@@ -61,7 +68,7 @@ def conversation_turns(messages: Messages, at: float, dated: bool = True) -> lis
         other = labels - {speaker or "\0owner"}
         addressee = next(iter(other)) if len(other) == 1 else None
         turns.append(Turn(role, content, speaker, None if addressee == "\0owner" else addressee, when,
-                          stamped))
+                          stamped, role == "assistant" and (speaker or "").lower() in agents))
     return turns
 
 

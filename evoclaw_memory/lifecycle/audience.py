@@ -57,9 +57,9 @@ class AudienceControl:
         shared = validate.audience(audience) == "shared"
         now = self.clock()
         found = self.retriever().retrieve(query, limit=SHARED_POOL if shared else limit, now=now)
+        found = self._attributes_first(query, found)
         results = self._with_flags(found)
-        if shared:
-            results = [r for r in results if not r.fact.private][:limit]
+        results = [r for r in results if not (shared and r.fact.private)][:limit]
         if not self.gated:
             with self.store.transaction():
                 self.store.incr_metric("retrievals")
@@ -67,6 +67,23 @@ class AudienceControl:
                     self.warm.reinforce([r.fact.id for r in results], now, op="retrieve")
                     self.store.touch_nodes({r.path for r in results if r.path}, now)
         return results
+
+    def _attributes_first(self, query: str,
+                          found: list[RetrievalResult]) -> list[RetrievalResult]:
+        """`found` with the facts stating the owner attribute the query asks about (its job,
+        home, diet...: lifecycle.attributes) first, labelled "attribute"."""
+        from evoclaw_memory.lifecycle.attributes import attribute_fact_ids
+        ids = attribute_fact_ids(self.store, query)
+        if not ids:
+            return found
+        top = max((r.score for r in found), default=0.0)
+        first = []
+        by_id = {fact.id: fact for fact in self.store.facts_by_ids(ids)}
+        for fact in (by_id[i] for i in ids if i in by_id):
+            first.append(RetrievalResult(fact=fact, method="attribute", path=fact.category,
+                                         relevance=1.0, score=round(top + 1.0, 6)))
+        chosen = {r.fact.id for r in first}
+        return first + [r for r in found if r.fact.id not in chosen]
 
     def _with_flags(self, results: list[RetrievalResult]) -> list[RetrievalResult]:
         """The results with their facts' pinned and private marks (ranking reads rows

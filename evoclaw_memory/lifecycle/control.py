@@ -194,9 +194,11 @@ def act_on_triggers(mem: "OwnerControl", messages: Any, exclude: Iterable[str] =
                     llm_correct: Iterable[dict] = ()) -> dict[str, list]:
     """Resolve the conversation's forget/correct triggers against the stored facts.
 
-    A forget acts on the one live fact that holds every meaningful word of what the owner
-    named (or of the retracted message); anything less clear — several such facts, a weaker
-    match, every correction — becomes a candidate for the owner to confirm, never a deletion.
+    A forget acts on the live facts that hold every meaningful word of what the owner named
+    (or of the retracted message) when they say one thing (one fact, or it and restatements
+    stored apart), and on their superseded versions; anything less clear — such facts that
+    say different things, a weaker match, every correction — lists every candidate for the
+    owner to confirm, never a deletion.
     `exclude`: ids stored from this very conversation that a named forget must not touch
     (a retraction, though, takes back exactly those). Returns {'forgotten', 'forget_candidates'}."""
     from evoclaw_memory.distill.triggers import find_triggers
@@ -204,19 +206,23 @@ def act_on_triggers(mem: "OwnerControl", messages: Any, exclude: Iterable[str] =
     candidates: list[dict[str, Any]] = []
     skip = set(exclude)
     for trig in find_triggers(messages):
-        terms = query_terms(trig.target)
+        terms = [t for t in query_terms(trig.target) if t not in _VAGUE] or query_terms(trig.target)
         if not terms:
             continue
-        # Every word: a clear match. Any word: what the owner may have meant.
-        strict = [f for f in _live(mem, " AND ".join(map(fts_phrase, terms)))
-                  if trig.retracts_previous or f.id not in skip]
-        if trig.kind == "forget" and len(strict) == 1 and strict[0].id not in forgotten:
-            mem.control.forget([strict[0].id], by, mem.clock())
-            forgotten.append(strict[0].id)
+        # Every word: a clear match (superseded versions too: a forget is erasure, and the
+        # old code in a fact's history is the code). Any word: what the owner may have meant.
+        holding = [f for f in mem.control.matching(" AND ".join(map(fts_phrase, terms)), None,
+                                                   FORGET_SCAN)
+                   if (trig.retracts_previous or f.id not in skip) and f.id not in forgotten]
+        strict = [f for f in holding if f.superseded_by is None]
+        if trig.kind == "forget" and strict and _one_thing(strict):
+            ids = [f.id for f in holding]
+            mem.control.forget(ids, by, mem.clock())
+            forgotten += [f.id for f in strict]
             continue
         loose = strict or [f for f in _live(mem, " OR ".join(map(fts_phrase, terms)))
-                           if f.id not in skip][:5]
-        for fact in loose[:5]:
+                           if f.id not in skip]
+        for fact in loose:               # every one: the owner chooses among all of them
             if fact.id not in forgotten:
                 candidates.append({"op": trig.kind, "fact_id": fact.id, "text": fact.text,
                                    "said": trig.said[:200], "replacement": trig.replacement})
@@ -248,4 +254,21 @@ def act_on_triggers(mem: "OwnerControl", messages: Any, exclude: Iterable[str] =
 
 
 def _live(mem: "OwnerControl", match: str) -> list[Fact]:
-    return [f for f in mem.control.matching(match, None, 20) if f.superseded_by is None]
+    return [f for f in mem.control.matching(match, None, FORGET_SCAN) if f.superseded_by is None]
+
+
+# Words of a forget request that do not name the thing: "forget my OLD gym code", "remove
+# that STUFF about the therapist from memory".
+_VAGUE = frozenset(query_terms("old older previous former earlier current stuff thing things "
+                               "info information detail details fact facts memory memories bit "
+                               "part everything anything record note notes entry"))
+FORGET_SCAN = 50            # facts a forget request looks at (and lists as candidates)
+
+
+def _one_thing(facts: list[Fact]) -> bool:
+    """Whether the live facts a forget request names all say one thing (a fact and its
+    restatements that were stored apart): then all of them go; else the owner chooses."""
+    from evoclaw_memory.distill.decision import Known, decide
+    first = facts[0]
+    return all(decide(f.text, [Known(first.id, first.text)], own=f.speaker is None).action
+               == "reinforce" for f in facts[1:])

@@ -16,67 +16,42 @@ telling; a common one matches anything), and for rank only, below the word itsel
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Optional
 
+from evoclaw_memory import english
 from evoclaw_memory.text import STEMMED_STOPWORDS, is_cjk, stem
 
 SYNONYM_CREDIT = 0.5          # × a query word's bm25 credit: same synset
 HYPERNYM_CREDIT = 0.4         # ... a direct hypernym ("amoxicillin" -> "penicillin")
 GLOSS_CREDIT = 0.3            # ... a telling word of a definition ("skim" -> "milk")
 CREDITS = (SYNONYM_CREDIT, HYPERNYM_CREDIT, GLOSS_CREDIT)
+NEIGHBOUR_CREDIT = 0.6        # × similarity (0.6..0.9): a word used alike ("teeth" -> "dentist")
 MAX_EXPANDED = 3              # query words expanded per query
+EXPAND_MAX_DF = 2             # ... each held by at most this many facts
 MAX_RELATIVES = 48            # relatives looked up per expanded word (commonest senses first)
 
 
-# The word list (data/wordnet.tsv.gz) is ONE gzip stream of many members: the first holds
-# the licence notice, the columns and an index line ("# index" + JSON: each later member's
-# first key, offset after the first member, and length); each later member holds ~16 KB of
-# lines "stem<TAB>word<TAB>synonyms<TAB>hypernyms<TAB>gloss words", sorted by stem, the stem
-# being text.stem(word) (the first word of a stem wins). `gzip -dc` prints it whole; a query
+# The word list (data/wordnet.tsv.gz) is member-indexed (english.indexed_lookup): a query
 # decompresses only the member its word is in (~0.2 ms) where parsing and stemming the whole
-# list cost ~40-100 ms, which a CLI `retrieve` paid whenever the gate opened.
-INDEX_PREFIX = "# index "
+# list cost ~40-100 ms, which a CLI `retrieve` paid whenever the gate opened. Its lines are
+# "stem<TAB>word<TAB>synonyms<TAB>hypernyms<TAB>gloss words", the stem being text.stem(word).
+INDEX_PREFIX = english.INDEX_PREFIX
+WORDNET_FILE = Path(__file__).with_name("data") / "wordnet.tsv.gz"
 
 
-@functools.cache
 def _chunks() -> tuple[list[str], list[tuple[int, int]], bytes]:
     """(first key of each member, (offset, length) of each, the bytes after the header)."""
-    import json
-    import zlib
-    path = Path(__file__).with_name("data") / "wordnet.tsv.gz"
-    if path.is_file():          # the usual install: a plain file beside the module
-        raw = path.read_bytes()
-    else:                       # a zipped install
-        from importlib import resources
-        raw = (resources.files(__package__) / "data" / "wordnet.tsv.gz").read_bytes()
-    head = zlib.decompressobj(wbits=31)          # gzip: the first member only
-    header = head.decompress(raw).decode("utf-8")
-    rest = head.unused_data
-    line = next(ln for ln in header.splitlines() if ln.startswith(INDEX_PREFIX))
-    index = json.loads(line[len(INDEX_PREFIX):])
-    return [k for k, _, _ in index], [(o, n) for _, o, n in index], rest
+    return english._members(WORDNET_FILE)
 
 
-@functools.cache
 def _chunk(i: int) -> dict[str, tuple[str, ...]]:
-    import zlib
-    _, spans, rest = _chunks()
-    offset, length = spans[i]
-    out: dict[str, tuple[str, ...]] = {}
-    for line in zlib.decompress(rest[offset:offset + length], wbits=31).decode("utf-8").splitlines():
-        key, _word, *columns = line.split("\t")
-        out[key] = tuple(columns)
-    return out
+    return english.member(WORDNET_FILE, i)
 
 
 def lookup(term: str) -> Optional[tuple[str, ...]]:
     """The (synonyms, hypernyms, gloss words) columns of the word whose stem is `term`."""
-    import bisect
-    keys, _, _ = _chunks()
-    i = bisect.bisect_right(keys, term) - 1
-    return _chunk(i).get(term) if i >= 0 else None
+    return english.indexed_lookup(WORDNET_FILE, term)
 
 
 def related(terms: list[str], df: dict[str, int]) -> dict[str, list[tuple[float, str]]]:
@@ -84,14 +59,15 @@ def related(terms: list[str], df: dict[str, int]) -> dict[str, list[tuple[float,
 
     `df`: how many facts hold each query term; only terms no fact holds are expanded."""
     out: dict[str, list[tuple[float, str]]] = {}
-    for term in terms:
+    # The words few facts hold first (a word no fact holds most of all): a query word the
+    # memory holds often is already found by its own spelling.
+    for term in sorted(terms, key=lambda t: df.get(t, 0)):
         if len(out) >= MAX_EXPANDED:
             break
-        if df.get(term) or is_cjk(term) or not term.isalpha() or term in STEMMED_STOPWORDS:
+        if df.get(term, 0) > EXPAND_MAX_DF or is_cjk(term) or not term.isalpha() \
+                or term in STEMMED_STOPWORDS:
             continue
-        columns = lookup(term)
-        if not columns:
-            continue
+        columns = lookup(term) or ()
         seen = set(terms)
         found: list[tuple[float, str]] = []
         for credit, column in zip(CREDITS, columns):
@@ -99,7 +75,12 @@ def related(terms: list[str], df: dict[str, int]) -> dict[str, list[tuple[float,
                 if word not in seen and word not in STEMMED_STOPWORDS:
                     seen.add(word)
                     found.append((credit, word))
+        for similarity, word in english.neighbours(term):
+            if word not in seen and word not in STEMMED_STOPWORDS:
+                seen.add(word)
+                found.append((round(NEIGHBOUR_CREDIT * similarity, 3), word))
         if found:
-            # Synonyms are the surest, so they come first, then hypernyms, then gloss words.
+            # The surest first: synonyms, near neighbours, hypernyms, gloss words.
+            found.sort(key=lambda pair: -pair[0])
             out[term] = found[:MAX_RELATIVES]
     return out

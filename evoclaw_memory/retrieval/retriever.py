@@ -72,6 +72,7 @@ FEEDBACK_CEILING = 0.999      # × the source's rank: the most a fact ranked up 
 QUESTION_FACTOR = 0.6         # × rank of a fact that only asks ("What do you play?")
 RELATED_GATE = 0.5            # no result holds this share of the query's weight: expand
 RELATED_MAX_DF = 2            # a WordNet relative held by more facts says little
+RELATED_RELEVANCE = 1.0       # × a relative's credit: the share of the word's weight it holds
 UPDATE_POOL = 20              # how many of the best candidates are compared for updates
 DF_REFRESH = 0.05             # cached counts of common words are kept until the index grows 5%
 
@@ -173,9 +174,16 @@ class Retriever:
         rows, avg_len = self.store.corpus_stats()
         df = self._frequencies(q.searched, rows)
         known = sorted((t for t in q.searched if df.get(t)), key=lambda t: (df[t], t))
+        expanded = False
         if not known and not (understood and choices):
-            return []                       # no query word is in any fact: nothing to find
+            # No query word is in any fact ("Which vehicle do I own?"): only words used
+            # alike or related ("car", "drive") can find something, or nothing is there.
+            if not self._related([], q, df):
+                return []
+            expanded = True
         rowids = self._candidate_rowids(known, df, choices if understood else [], nodes)
+        if expanded:
+            rowids += self.store.match_rowids(_any(q.related), limit=CANDIDATES)
         entities = EntityHook(self.store, query)         # the entity graph's candidates
         rowids = list(dict.fromkeys(rowids + entities.candidates()))
         if not rowids:
@@ -202,7 +210,7 @@ class Retriever:
             return sorted((c for c in pool if c.relevance >= self.min_relevance), key=_order)
 
         candidates = rank()
-        if not understood and self._related(candidates, q, df):
+        if not understood and not expanded and self._related(candidates, q, df):
             # The query's own words matched little: WordNet's relatives of those no fact
             # holds join as weak stand-ins, with the facts holding them as candidates.
             seen = {c.row[0] for c in pool}
@@ -364,7 +372,8 @@ class Retriever:
         total_weight = sum(weight[t] for t in q.terms) or 1.0
         extra = q.extra
         stand_ins = [(credit, table, credit) for credit, table in q.stand_ins]
-        stand_ins += [(credit, table, 0.0) for credit, table in q.weak]   # rank only
+        # A relative stands in for a query word no fact holds, at its credit (below the word).
+        stand_ins += [(credit, table, credit * RELATED_RELEVANCE) for credit, table in q.weak]
         k1, b, avg = BM25_K1, BM25_B, max(avg_len, 1.0)
         for c in candidates:
             body = c.body

@@ -42,6 +42,7 @@ class FullTextMixin:
         def transaction(self) -> contextlib.AbstractContextManager[None]: ...
         def get_setting(self, key: str) -> Optional[str]: ...
         def set_setting(self, key: str, value: str) -> None: ...
+        def warm_neutral(self) -> contextlib.AbstractContextManager[None]: ...
 
     def flush_fulltext(self) -> None:
         """Move the waiting full-text entries of new facts into facts_fts (one FTS5 segment).
@@ -50,7 +51,9 @@ class FullTextMixin:
         see every fact; it costs one small query when nothing waits."""
         if self.conn.execute("SELECT 1 FROM fts_pending LIMIT 1").fetchone() is None:
             return
-        with self.transaction():
+        # Index upkeep leaves warm's total as it was: a conversation's write-time decisions
+        # search between its facts, and must not make each next fact recount warm.
+        with self.transaction(), self.warm_neutral():
             self.conn.execute("INSERT INTO facts_fts (rowid, body) "
                               "SELECT fact_rowid, body FROM fts_pending ORDER BY fact_rowid")
             self.conn.execute("DELETE FROM fts_pending")
@@ -259,6 +262,20 @@ class FullTextMixin:
                 "SELECT facts_fts.rowid FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "
                 f"WHERE facts_fts MATCH ? AND f.superseded_by IS NULL ORDER BY {by} LIMIT ?",
                 (match, limit))]
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"full-text search failed: {exc}") from exc
+
+    def newest_live_texts(self, match: str, speaker: Optional[str],
+                          limit: int) -> list[tuple[str, str]]:
+        """(id, text) of the newest live facts said by `speaker` (None: the owner or nobody)
+        that match an FTS5 expression. Newest first, so the walk stops after `limit` rows
+        whatever the store's size (the write-time decision's candidates)."""
+        self.flush_fulltext()
+        try:
+            return self.conn.execute(
+                "SELECT f.id, f.text FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "
+                "WHERE facts_fts MATCH ? AND f.superseded_by IS NULL AND f.speaker IS ? "
+                "ORDER BY facts_fts.rowid DESC LIMIT ?", (match, speaker, limit)).fetchall()
         except sqlite3.OperationalError as exc:
             raise StoreError(f"full-text search failed: {exc}") from exc
 

@@ -1,0 +1,77 @@
+"""What the agent's own turns add to the memory: its commitments, as tasks (SPEC §4).
+
+The agent's replies mostly restate what `context()` handed it ("As I remember, your dog is
+allergic to chicken"), or give general knowledge (a recipe, the weather, why the sky is
+blue): neither is the owner's memory, and stored they come back in the next context to be
+restated again. What the agent adds that the owner would keep is what it undertook to do ("I'll remind you
+on Friday at noon to call the bank"): a task in hot memory, dated when the words give a day,
+not a fact; and what it reports having done for the owner ("I booked the vet for Friday
+3pm"): a fact, since the appointment now exists (rules.py keeps those sentences).
+
+Pure; no I/O. Which turns are the agent's is decided in turns.py (an assistant without a
+person's name, or with the agent's own name).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from evoclaw_memory.distill.dates import resolve_dates
+from evoclaw_memory.distill.sentences import clean_sentence, shorten, split_sentences
+from evoclaw_memory.distill.speakers import attribute
+from evoclaw_memory.distill.turns import Turn, local_time
+
+# First-person undertakings: "I'll remind you", "I will check in", "I'm going to book"; not
+# "I'll remember that" (an acknowledgement of the memory itself) nor "I'd", "I can" (offers).
+_UNDERTAKING = re.compile(
+    r"\bI(?:['’]ll|\s+will|\s+shall|['’]m\s+going\s+to|\s+am\s+going\s+to)"
+    r"(?!\s+(?:remember|forget|keep\s+(?:that|it|this)\s+in\s+mind|not\b|never\b|try\b|be\s+here"
+    r"|always\b|do\s+my\s+best|let\s+you\s+know\s+if))\b", re.I)
+# What the agent reports having done for the owner: "I booked the vet for Friday 3pm", "I've
+# set up the direct debit". News for the owner (an appointment now exists): kept as a fact.
+_DONE = re.compile(
+    r"\bI(?:['’]ve|\s+have)?\s+(?:just\s+|now\s+|already\s+)?(?:booked|scheduled|set\s+up"
+    r"|ordered|reserved|cancel+ed|rescheduled|paid|renewed|registered|signed\s+you\s+up"
+    r"|arranged|made\s+(?:a|an|the)\s+(?:booking|reservation|appointment))\b", re.I)
+# The agent saying it will do something about the memory itself is not a task.
+_ABOUT_MEMORY = re.compile(r"\b(?:memory|remember|forget|forgotten|note\s+(?:that|it))\b", re.I)
+
+
+def is_commitment(sentence: str) -> bool:
+    """Whether the agent's sentence undertakes to do something for the owner (a task)."""
+    return _UNDERTAKING.search(sentence) is not None and _ABOUT_MEMORY.search(sentence) is None
+
+
+def is_done_for_owner(sentence: str) -> bool:
+    """Whether the agent's sentence reports something it did for the owner (a fact)."""
+    return _DONE.search(sentence) is not None and _ABOUT_MEMORY.search(sentence) is None
+
+
+def commitment_tasks(turns: list[Turn]) -> list[dict[str, Any]]:
+    """Hot-memory task updates for the agent's commitments in `turns` (its own turns only):
+    the sentence naming the agent ("Assistant will remind you on Friday 6 February 2026 ..."),
+    dated on the first day it names after the words were said, else undated."""
+    updates: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for turn in turns:
+        if not turn.agent:
+            continue
+        when = local_time(turn.when)
+        for sentence in split_sentences(turn.text):
+            if not is_commitment(sentence):
+                continue
+            resolved = resolve_dates(clean_sentence(sentence), when)
+            text = shorten(attribute(resolved.text, turn.speaker, turn.addressee))
+            if text in seen:
+                continue
+            seen.add(text)
+            value: dict[str, Any] = {"text": text}
+            ahead = [d for d in resolved.dates if d >= when.date()]
+            if ahead:
+                day = min(ahead)
+                value["timestamp"] = when.replace(year=day.year, month=day.month, day=day.day,
+                                                  hour=12, minute=0, second=0,
+                                                  microsecond=0).timestamp()
+            updates.append({"key": "task", "value": value})
+    return updates

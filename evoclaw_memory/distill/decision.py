@@ -1,0 +1,172 @@
+"""The write-time decision (SPEC §4, Deduplication): add a new statement, reinforce the live
+fact it restates, or add it and supersede the facts it changes. Pure; no I/O.
+
+mem0 decides ADD / UPDATE / DELETE / NONE per extracted fact against the similar memories it
+holds; without that, an agent's memory fills with restatements ("I live in Leeds", "Home for
+me is Leeds", "I've lived in Leeds for six years") and stale values ("I'm vegetarian" after
+"I've gone vegan"). The rules here make that decision without an LLM (the LLM path asks the
+model, and keeps the strict rules below as a check):
+
+1. A fragment of a live fact (a paste cut short), or a statement whose words a live fact
+   holds almost all of, restates it: reinforce.
+2. A statement that holds all of a live fact and says more is the richer saying: it is added
+   and supersedes the old one ("Grace, my mum, lives in Sheffield" over "My mum is called
+   Grace").
+3. One-valued attributes (slots.py): the same value restates, another value changes (the old
+   fact is superseded, kept in history).
+4. For the owner's own statements (first person, no speaker name), a restatement in other
+   words: the statements share most of the lighter one's weight (sameness.py) and that
+   share is made of telling words, not "really" and "love".
+
+What other people say in a recorded conversation (a named speaker, LoCoMo-style) is kept as
+said: only rules 1 and 3's first half apply, with a strict share, since two turns on one topic
+are two things that happened. Two statements dated on different days are two occurrences,
+unless the owner said nothing but the date differently ("Traffic was terrible this
+morning", said daily): then the newest saying replaces the older one (kept in history).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Literal, NamedTuple, Optional, Sequence
+
+from evoclaw_memory.distill.sameness import (Statement, held_in, numbers, same_but_dates,
+                                             shared_weight, statement, total)
+from evoclaw_memory.distill.slots import Slot, has_change_cue, slots_of
+from evoclaw_memory.text import tokens
+
+# Rule 1: share of the new statement's weight a live fact holds for the new one to add nothing.
+RESTATES = 0.8
+# Rule 1 for other speakers' words (and the LLM path's check): nearly the same both ways.
+STRICT = 0.85
+# Rule 2: the old fact held this much in the new one, which adds at least this much weight.
+RICHER_HOLDS = 0.95
+RICHER_ADDS = 8.0
+# Rule 4: share of the lighter statement's weight both hold, the least shared weight (a word
+# rarer than ~"Leeds", or two middling ones), and the least share of the heavier one.
+OWN_COVERAGE = 0.5
+OWN_MIN_SHARED = 8.0
+OWN_HEAVIER_SHARE = 0.2
+# A fragment must be this long to count as a piece of a live fact (not "I see").
+FRAGMENT_MIN_TOKENS = 4
+
+
+class Known(NamedTuple):
+    """A live fact as the decision sees it."""
+
+    id: str
+    text: str
+
+
+class Decision(NamedTuple):
+    action: Literal["add", "reinforce", "skip"]
+    same: Optional[str] = None          # reinforce: the live fact the statement restates
+    replaces: tuple[str, ...] = ()      # facts superseded: by the new fact (add), else by `same`
+    why: str = ""
+
+
+def decide(text: str, known: Sequence[Known], *, own: bool, rendered: Iterable[str] = (),
+           ignore: Iterable[str] = (), strict_only: bool = False) -> Decision:
+    """What to do with statement `text` given the live facts it may repeat or change.
+
+    own: the owner's first-person statement (rule 4 and the slots apply); rendered: texts
+    the memory itself shows outside the facts (hot entries), which a statement must not add
+    again; ignore: tokens that say nothing (the speakers' names); strict_only: rules 1-3 only
+    (the LLM decided the rest)."""
+    ignored = set(ignore)
+    new = statement(text, ignored)
+    if not new.weights:
+        return Decision("add", why="no content words to compare")
+    new_slots = slots_of(text) if own else []
+    new_tokens = tokens(text)
+    same: Optional[tuple[float, str]] = None
+    replaces: list[str] = []
+    for fact in known:
+        old = statement(fact.text, ignored)
+        verdict, score = _compare(new, old, new_tokens, fact.text, new_slots, own, strict_only,
+                                  text)
+        if verdict == "same" and (same is None or score > same[0]):
+            same = (score, fact.id)
+        elif verdict == "replaces":
+            replaces.append(fact.id)
+    if same is not None:
+        return Decision("reinforce", same[1], tuple(r for r in replaces if r != same[1]),
+                        "restates a live fact")
+    if replaces:
+        return Decision("add", None, tuple(replaces), "changes or extends live facts")
+    for shown in rendered:
+        if held_in(new.weights, statement(shown, ignored).weights) >= STRICT:
+            return Decision("skip", why="already in hot memory")
+    return Decision("add", why="new")
+
+
+def _compare(new: Statement, old: Statement, new_tokens: list[str], old_text: str,
+             new_slots: list[Slot], own: bool, strict_only: bool,
+             new_text: str) -> tuple[str, float]:
+    """("same" | "replaces" | "", score) of the new statement against one live fact."""
+    if len(new_tokens) >= FRAGMENT_MIN_TOKENS and _contains(tokens(old_text), new_tokens):
+        return "same", 2.0
+    if not old.weights:
+        return "", 0.0
+    held_new, held_old = held_in(new.weights, old.weights), held_in(old.weights, new.weights)
+    other_day = bool(new.dates and old.dates and new.dates != old.dates)
+    if other_day:
+        # Two occurrences of something, on different days. The owner saying the same words
+        # on another day ("Long day today", "I went to the gym today") is one recurring
+        # statement: the newest saying replaces the older, which stays in its history.
+        return ("replaces", 1.0) if own and same_but_dates(new, old) else ("", 0.0)
+    if numbers(new.weights) - numbers(old.weights) and numbers(old.weights) - numbers(new.weights):
+        # Each names a value the other does not ("sensor 1" / "sensor 0"): not the same
+        # statement, whatever else they share (a one-valued attribute's change is a slot's).
+        slot = _slot_relation(new_slots, slots_of(old_text), new_text) if own else ""
+        return (slot, 1.5 if slot == "same" else 0.0) if slot else ("", 0.0)
+    if not own:
+        return ("same", held_new) if min(held_new, held_old) >= STRICT else ("", 0.0)
+    shared = shared_weight(new.weights, old.weights)
+    if held_new >= RESTATES and shared >= OWN_MIN_SHARED / 2:
+        return "same", held_new
+    if held_old >= RICHER_HOLDS and total(new.weights) - shared >= RICHER_ADDS \
+            and shared >= OWN_MIN_SHARED / 2:
+        return "replaces", held_old
+    slot = _slot_relation(new_slots, slots_of(old_text), new_text)
+    if slot:
+        return slot, 1.5 if slot == "same" else 0.0
+    if strict_only:
+        return "", 0.0
+    light, heavy = (new, old) if total(new.weights) <= total(old.weights) else (old, new)
+    if shared >= OWN_MIN_SHARED and held_in(light.weights, heavy.weights) >= OWN_COVERAGE \
+            and held_in(heavy.weights, light.weights) >= OWN_HEAVIER_SHARE:
+        return "same", held_in(light.weights, heavy.weights)
+    return "", 0.0
+
+
+def _slot_relation(new_slots: list[Slot], old_slots: list[Slot], new_text: str) -> str:
+    """"same" when a slot holds the same value in both, "replaces" when another value (for
+    "my X is Y", only when the statement says it is a change), else ""."""
+    relation = ""
+    for mine in new_slots:
+        for theirs in old_slots:
+            if not mine.same_slot(theirs):
+                continue
+            if _same_value(mine.value, theirs.value):
+                return "same"
+            if mine.kind != "my" or has_change_cue(new_text):
+                relation = "replaces"
+    return relation
+
+
+def _same_value(a: str, b: str) -> bool:
+    """Equal values, or one's words within the other's ("blue honda jazz" / "honda jazz")."""
+    if a == b:
+        return True
+    wa, wb = set(a.split()), set(b.split())
+    return bool(wa) and bool(wb) and (wa <= wb or wb <= wa)
+
+
+def _contains(haystack: list[str], needle: list[str]) -> bool:
+    """Whether `needle` occurs as a run of tokens inside `haystack`."""
+    n = len(needle)
+    if n > len(haystack):
+        return False
+    first = needle[0]
+    return any(haystack[i] == first and haystack[i:i + n] == needle
+               for i in range(len(haystack) - n + 1))

@@ -1,0 +1,143 @@
+"""Whether two statements say the same thing: the measure behind the write-time decision.
+
+Pure functions; no I/O. A statement is reduced to its content words (text.tokens, stopwords
+out), each weighed by how rare it is in English (english.zipf, from wordfreq; see
+scripts/build_wordfreq.py), so that "Leeds", "penicillin" or "4417" carry a statement and
+"live", "work" or "really" barely count. Rarity in English rather than in one memory: a young
+memory has seen every word once, and the decision must be the same on its first day as
+after a year.
+
+`coverage(a, b)` is the share of the lighter statement's weight that the other one holds.
+Restatements in other words keep the words that carry the statement ("Chicken makes Biscuit
+itch, he's allergic" / "My dog Biscuit is allergic to chicken"), so their coverage is high
+even when half the words differ; two different statements share at most a common word or
+one name ("My mum is called Grace" / "I'm knitting a scarf for my mum").
+
+Dates a statement carries ("on 7 January 2026") are kept apart: two sayings that differ only
+in their date are the same recurring statement ("Traffic was terrible this morning" said on
+two days), which `same_but_dates` tells.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping, NamedTuple
+
+from evoclaw_memory.english import neighbours, zipf
+from evoclaw_memory.text import STEMMED_STOPWORDS, is_cjk, tokens
+
+Weights = Mapping[str, float]
+
+# weight = (CEILING - zipf)^2, at least FLOOR: "the" ~0, "live" ~2.8, "Leeds" ~10, unlisted 22.
+CEILING = 7.2
+FLOOR = 0.25
+NUMBER_WEIGHT = 25.0       # a number or code ("4417", "sunflower88", "11pm") names its value
+CJK_WEIGHT = 6.0           # a CJK bigram: no frequency list, a middling word
+# A resolved date (dates.py) always carries its year: "on 7 January 2026", "Friday 9 January
+# 2026", "in the week before 8 May 2023", "in March 2026", "in 2022". Such phrases say when,
+# not what, and are compared apart; a number or month without a year is what a statement says
+# ("My birthday is on 14 March", "sensor 2").
+_MONTH_NAMES = ("January|February|March|April|May|June|July|August|September|October|November"
+                "|December")
+_DATE_PHRASE = re.compile(
+    rf"\b(?:(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday),?\s+)?"
+    rf"(?:\d{{1,2}}\s+(?:{_MONTH_NAMES})|(?:{_MONTH_NAMES})(?:\s+\d{{1,2}},?)?)\s+(?:1[89]|2[01])\d\d\b"
+    rf"|\b(?:in|around|since|of|from|until)\s+(?:1[89]|2[01])\d\d\b"
+    rf"|\d{{4}}年(?:\d{{1,2}}月(?:\d{{1,2}}日)?)?")
+
+
+def term_weight(term: str) -> float:
+    """What a content term weighs in a statement: the rarer, the more."""
+    if any(ch.isdigit() for ch in term):
+        return NUMBER_WEIGHT
+    if is_cjk(term):
+        return CJK_WEIGHT
+    return max(FLOOR, CEILING - zipf(term)) ** 2
+
+
+class Statement(NamedTuple):
+    """A statement's content words and their weights, its dates apart."""
+
+    weights: dict[str, float]      # what it says
+    dates: frozenset[str]          # when: the absolute dates it names, as token strings
+
+
+def statement(text: str, ignore: Iterable[str] = ()) -> Statement:
+    """The content words of `text` with their weights; `ignore`: tokens left out (the
+    speaker's name, which every fact of that speaker holds)."""
+    skip = set(ignore)
+    dates = frozenset(" ".join(tokens(m.group())) for m in _DATE_PHRASE.finditer(text))
+    if dates:
+        text = _DATE_PHRASE.sub(" ", text)
+    weights: dict[str, float] = {}
+    for tok in tokens(text):
+        if tok in STEMMED_STOPWORDS or tok in skip:
+            continue
+        if len(tok) == 1 and not tok.isdigit() and not is_cjk(tok):
+            continue
+        weights[tok] = term_weight(tok)
+    return Statement(weights, dates)
+
+
+def numbers(weights: Weights) -> set[str]:
+    """The terms of a statement that hold a digit: values ("4417", "11pm", "sensor 2")."""
+    return {t for t in weights if any(ch.isdigit() for ch in t)}
+
+
+def total(weights: Weights) -> float:
+    return sum(weights.values())
+
+
+# Two different words count as one, partly: the same word in another form that the light
+# stemmer leaves apart ("carpentry" / "carpenter": the same first SAME_PREFIX letters), or
+# words used alike (english.neighbours, "practise" / "learn"), at their similarity.
+SAME_PREFIX = 7
+PREFIX_CREDIT = 0.9
+NEIGHBOUR_SIMILARITY = 0.7
+
+
+def shared_weight(a: Weights, b: Weights) -> float:
+    """The weight of `a`'s words that `b` holds, each at most its weight in `b`."""
+    total_shared = 0.0
+    for t, w in a.items():
+        if t in b:
+            total_shared += min(w, b[t])
+            continue
+        total_shared += _near(t, w, b)
+    return total_shared
+
+
+def _near(term: str, weight: float, other: Weights) -> float:
+    """What `other` holds of `term` through another form or a word used alike."""
+    best = 0.0
+    if len(term) >= SAME_PREFIX + 1:
+        for u, w in other.items():
+            if len(u) >= SAME_PREFIX + 1 and u[:SAME_PREFIX] == term[:SAME_PREFIX]:
+                best = max(best, PREFIX_CREDIT * min(weight, w))
+    if term.isalpha():
+        for similarity, u in neighbours(term):
+            if similarity < NEIGHBOUR_SIMILARITY:
+                break
+            if u in other:
+                best = max(best, similarity * min(weight, other[u]))
+    return best
+
+
+def coverage(a: Weights, b: Weights) -> float:
+    """Share of the lighter statement's weight that both hold (0 when either says nothing)."""
+    ta, tb = total(a), total(b)
+    if ta <= 0 or tb <= 0:
+        return 0.0
+    return shared_weight(a, b) / min(ta, tb)
+
+
+def held_in(a: Weights, b: Weights) -> float:
+    """Share of `a`'s weight that `b` holds too."""
+    ta = total(a)
+    return shared_weight(a, b) / ta if ta > 0 else 0.0
+
+
+def same_but_dates(a: Statement, b: Statement, share: float = 0.9) -> bool:
+    """The same words both ways (the dates aside): one statement said on different days."""
+    return bool(a.weights) and held_in(a.weights, b.weights) >= share \
+        and held_in(b.weights, a.weights) >= share

@@ -1,0 +1,59 @@
+"""The write-time decision, against the store: which live facts a new statement may repeat
+or change, and what the rules (distill.decision) say to do with it.
+
+Candidates are found by the statement's rarest words and, for a one-valued attribute
+(distill.slots), by the words any statement of that attribute holds; each search walks the
+full-text index newest first and stops after a few dozen rows, so the decision costs the same
+on a young memory and on an old one (an old fact about something the memory has heard of a
+thousand times since can be missed: it is then added, never lost).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Optional
+
+from evoclaw_memory.distill.decision import Decision, Known, decide
+from evoclaw_memory.distill.sameness import statement
+from evoclaw_memory.distill.slots import frame_terms, slots_of
+from evoclaw_memory.models import HotState
+from evoclaw_memory.text import fts_phrase
+
+if TYPE_CHECKING:
+    from evoclaw_memory.store.local import LocalStore
+
+ANCHOR_TERMS = 3            # the statement's rarest words searched
+PER_ANCHOR = 20             # newest live facts of the same speaker read per word
+PER_SLOT = 30               # ... per one-valued attribute
+
+
+def candidates(store: "LocalStore", text: str, speaker: Optional[str], own: bool,
+               ignore: Iterable[str] = ()) -> list[Known]:
+    """Live facts of the same speaker that `text` may restate or change."""
+    weights = statement(text, ignore).weights
+    rare = sorted(weights, key=lambda t: (-weights[t], t))[:ANCHOR_TERMS]
+    found: dict[str, str] = {}
+    for term in rare:
+        found.update(store.newest_live_texts(fts_phrase(term), speaker, PER_ANCHOR))
+    if own:
+        for slot in slots_of(text):
+            terms = frame_terms(slot)
+            if terms:
+                found.update(store.newest_live_texts(" OR ".join(map(fts_phrase, terms)),
+                                                     speaker, PER_SLOT))
+    return [Known(fact_id, fact_text) for fact_id, fact_text in found.items()]
+
+
+def shown_in_hot(hot: HotState) -> list[str]:
+    """What MEMORY.md already says besides the facts: tasks, events, lessons."""
+    ctx = hot.active_context
+    return [t.text for t in ctx.tasks] + [e.text for e in ctx.events] + \
+        [lesson.text for lesson in hot.critical_lessons]
+
+
+def judge(store: "LocalStore", text: str, speaker: Optional[str], hot: HotState,
+          ignore: Iterable[str] = (), strict_only: bool = False) -> Decision:
+    """The decision for one distilled statement (see distill.decision)."""
+    ignore = list(ignore)
+    own = speaker is None
+    return decide(text, candidates(store, text, speaker, own, ignore), own=own,
+                  rendered=shown_in_hot(hot), ignore=ignore, strict_only=strict_only)
