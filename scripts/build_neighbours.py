@@ -41,6 +41,7 @@ from evoclaw_memory.text import STEMMED_STOPWORDS, stem  # noqa: E402
 
 MIN_ZIPF = 2.5
 NEIGHBOURS = 10
+WITH_REVERSE = 14
 MIN_SIMILARITY = 0.6
 OUT = ROOT / "evoclaw_memory" / "data" / "neighbours.tsv.gz"
 NOTICE = """\
@@ -50,7 +51,8 @@ NOTICE = """\
 # https://creativecommons.org/licenses/by-sa/4.0/) with a Zipf frequency of at least 2.5 was
 # embedded alone by sentence-transformers/all-MiniLM-L6-v2 (Apache License 2.0) and keeps its
 # nearest other words (cosine similarity >= 0.6, at most 10, not one sharing its first four
-# letters: a word piece, not a meaning) as stems with the similarity in tenths. This list is
+# letters: a word piece, not a meaning), then the words that have it among theirs (at most 14
+# in all), as stems with the similarity in tenths. This list is
 # redistributed under CC BY-SA 4.0, like the word list it is made from.
 # Columns: stem<TAB>word<TAB>neighbour:similarity ...
 """
@@ -71,9 +73,27 @@ def embed(words: list[str]):
 
 
 def neighbours(words: list[str], vectors) -> dict[str, list[str]]:
-    """stem -> [word, "neighbour:7", ...] for the most common word of each stem."""
+    """stem -> [word, "neighbour:7", ...] for the most common word of each stem: its own
+    nearest words, then the words that have it among theirs ("instrument" is near "cello"
+    though "cello" is not among the nearest of "instrument", which has hundreds of kinds),
+    nearest first, at most WITH_REVERSE in all."""
+    found = _nearest(words, vectors)
+    merged: dict[str, dict[str, int]] = {key: dict(near) for key, (_, near) in found.items()}
+    for key, (_, near) in found.items():
+        for other, tenths in near:
+            if other in merged and key not in merged[other]:
+                merged[other][key] = tenths
+    rows = {}
+    for key, (word, _) in found.items():
+        near = sorted(merged[key].items(), key=lambda pair: -pair[1])[:WITH_REVERSE]
+        rows[key] = [word, " ".join(f"{other}:{tenths}" for other, tenths in near)]
+    return rows
+
+
+def _nearest(words: list[str], vectors) -> dict[str, tuple[str, list[tuple[str, int]]]]:
+    """stem -> (its most common word, [(neighbour stem, similarity in tenths)...])."""
     import numpy as np
-    rows: dict[str, list[str]] = {}
+    rows: dict[str, tuple[str, list[tuple[str, int]]]] = {}
     stems = [stem(w) for w in words]
     for start in range(0, len(words), 1000):
         block = vectors[start:start + 1000] @ vectors.T
@@ -82,7 +102,7 @@ def neighbours(words: list[str], vectors) -> dict[str, list[str]]:
             key = stems[word_index]
             if key in rows or key in STEMMED_STOPWORDS:
                 continue                  # words come most common first: the first one wins
-            picked: list[str] = []
+            picked: list[tuple[str, int]] = []
             seen = {key}
             for j in sorted(top[row], key=lambda j: -block[row, j]):
                 similarity = float(block[row, j])
@@ -92,9 +112,9 @@ def neighbours(words: list[str], vectors) -> dict[str, list[str]]:
                 if other in seen or other in STEMMED_STOPWORDS or other[:4] == key[:4]:
                     continue       # "herb" -> "herbicide", "knee" -> "kneel": word pieces
                 seen.add(other)
-                picked.append(f"{other}:{int(similarity * 10)}")
+                picked.append((other, int(similarity * 10)))
             if picked:
-                rows[key] = [words[word_index], " ".join(picked)]
+                rows[key] = (words[word_index], picked)
     return rows
 
 

@@ -136,9 +136,21 @@ def test_distill_prompt_shows_tree_related_facts_and_conversation_as_data():
 def test_distill_schema_limits_references_to_the_aliases_shown():
     schema = distill_schema(["F1", "F2"])
     fact = schema["properties"]["facts"]["items"]["properties"]
-    assert fact["supersedes"]["anyOf"][0]["enum"] == ["F1", "F2"]
-    assert distill_schema([])["properties"]["facts"]["items"]["properties"]["duplicate_of"] == \
-        {"type": "null"}
+    assert fact["fact"]["anyOf"][0]["enum"] == ["F1", "F2"]
+    assert fact["action"]["enum"] == ["add", "reinforce", "supersede", "nothing"]
+    bare = distill_schema([])["properties"]["facts"]["items"]["properties"]
+    assert bare["fact"] == {"type": "null"} and bare["action"]["enum"] == ["add", "nothing"]
+
+
+def test_each_facts_action_reads_into_supersede_reinforce_or_nothing():
+    answer = parse_distillation({"facts": [
+        {"text": "I'm vegan now.", "action": "supersede", "fact": "f1"},
+        {"text": "My dog Biscuit can't eat chicken.", "action": "reinforce", "fact": "F2"},
+        {"text": "Assistant said hello.", "action": "nothing", "fact": None},
+        {"text": "I moved to Bristol.", "supersedes": "F3"},          # an older answer's form
+    ]})
+    assert [(f.supersedes, f.duplicate_of, f.nothing) for f in answer.facts] == [
+        ("F1", None, False), (None, "F2", False), (None, None, True), ("F3", None, False)]
 
 
 def test_clip_middle_keeps_start_and_end():

@@ -19,9 +19,9 @@ def test_the_word_list_ships_with_the_wordnet_licence_and_reads_stemmed():
     assert "WordNet 3.0 Copyright 2006 by Princeton University" in head
     assert "LICENSEE agrees to preserve same" in head
     out = related.related(["aspirin", "skim"], {})
-    assert (related.HYPERNYM_CREDIT, "analgesy") in out["aspirin"]     # "analgesic", stemmed
+    assert (related.HYPERNYM_CREDIT, "analgesy") in [(r.credit, r.word) for r in out["aspirin"]]
     # A definition's words too: "used of milk and milk products from which the cream ...".
-    assert any(word == "milk" for _, word in out["skim"])
+    assert any(r.word == "milk" for r in out["skim"])
     assert all(len(rels) <= related.MAX_RELATIVES for rels in out.values())
 
 

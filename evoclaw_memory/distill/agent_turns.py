@@ -24,14 +24,16 @@ from evoclaw_memory.distill.turns import Turn, local_time
 
 # First-person undertakings: "I'll remind you", "I will check in", "I'm going to book"; not
 # "I'll remember that" (an acknowledgement of the memory itself) nor "I'd", "I can" (offers).
+# The subject is "I" in the agent's own turn, "(the) Assistant" in a fact an LLM wrote of it.
+_AGENT = r"(?:\bI|\b(?:[Tt]he\s+)?[Aa]ssistant)"
 _UNDERTAKING = re.compile(
-    r"\bI(?:['’]ll|\s+will|\s+shall|['’]m\s+going\s+to|\s+am\s+going\s+to)"
+    _AGENT + r"(?:['’]ll|\s+will|\s+shall|['’]m\s+going\s+to|\s+(?:am|is)\s+going\s+to)"
     r"(?!\s+(?:remember|forget|keep\s+(?:that|it|this)\s+in\s+mind|not\b|never\b|try\b|be\s+here"
     r"|always\b|do\s+my\s+best|let\s+you\s+know\s+if))\b", re.I)
 # What the agent reports having done for the owner: "I booked the vet for Friday 3pm", "I've
 # set up the direct debit". News for the owner (an appointment now exists): kept as a fact.
 _DONE = re.compile(
-    r"\bI(?:['’]ve|\s+have)?\s+(?:just\s+|now\s+|already\s+)?(?:booked|scheduled|set\s+up"
+    _AGENT + r"(?:['’]ve|\s+have|\s+has)?\s+(?:just\s+|now\s+|already\s+)?(?:booked|scheduled|set\s+up"
     r"|ordered|reserved|cancel+ed|rescheduled|paid|renewed|registered|signed\s+you\s+up"
     r"|arranged|made\s+(?:a|an|the)\s+(?:booking|reservation|appointment))\b", re.I)
 # The agent saying it will do something about the memory itself is not a task.

@@ -139,6 +139,21 @@ def _compare(new: Statement, old: Statement, new_tokens: list[str], old_text: st
     return "", 0.0
 
 
+def closest(text: str, known: Sequence[Known], *, own: bool) -> list[Known]:
+    """`known` ordered by how much of them `text` holds (slot kin first): the candidates an
+    LLM is shown for its own decision."""
+    new = statement(text)
+    new_slots = slots_of(text) if own else []
+
+    def key(fact: Known) -> float:
+        old = statement(fact.text)
+        kin = any(a.same_slot(b) for a in new_slots for b in slots_of(fact.text))
+        return (2.0 if kin else 0.0) + max(held_in(new.weights, old.weights),
+                                           held_in(old.weights, new.weights))
+    scored = sorted(known, key=key, reverse=True)
+    return [fact for fact in scored if key(fact) > 0]
+
+
 def _slot_relation(new_slots: list[Slot], old_slots: list[Slot], new_text: str) -> str:
     """"same" when a slot holds the same value in both, "replaces" when another value (for
     "my X is Y", only when the statement says it is a change), else ""."""

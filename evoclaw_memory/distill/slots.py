@@ -27,7 +27,7 @@ from evoclaw_memory.text import STEMMED_STOPWORDS, stem, tokens
 
 
 class Slot(NamedTuple):
-    kind: str          # home | job | employer | diet | secret | favourite | my
+    kind: str          # home | job | employer | diet | secret | favourite | birthday | my
     key: str           # what within the kind ("gym locker", "band"); "" for one-per-person kinds
     value: str         # the value as comparable tokens ("bristol", "4417", "jollof rice")
 
@@ -115,6 +115,11 @@ def _patterns() -> dict[str, list[re.Pattern[str]]]:
                        r"(?:now\s+)?(?:still\s+)?my\s+(?:all-time\s+|absolute\s+|new\s+)?favou?rite\s+)"
                        r"(?P<thing>[A-Za-z-]+)"),
         ],
+        "birthday": [
+            re.compile(r"(?i:\bmy\s+birthday\s+is\s+(?:on\s+|in\s+)?)(?P<value>[^,.;!?]+)"),
+            re.compile(r"(?i:\bI\s+was\s+born\s+(?:on|in)\s+)(?P<value>[^,.;!?]+)"),
+            re.compile(r"^(?P<value>[^,.;!?]+?)(?i:\s+is\s+my\s+birthday)"),
+        ],
         "my": [
             re.compile(r"(?i:\bmy\s+(?:new\s+)?)(?P<thing>[a-z][a-z-]+)(?i:\s+(?:is|are)\s+"
                        r"(?:now\s+)?(?:an?\s+|the\s+)?)(?P<value>[^,.;!?]+)"),
@@ -186,6 +191,9 @@ def _slot(kind: str, match: re.Match[str], first_person: bool) -> Slot | None:
         value = " ".join(_terms(match.group("value")))
         thing = " ".join(_terms(match.group("thing"))[:1])
         return Slot("favourite", thing, value) if value and thing else None
+    if kind == "birthday":
+        value = " ".join(_terms(match.group("value"))[:3])
+        return Slot("birthday", "", value) if value and re.search(r"\d", value) else None
     if kind == "my":
         thing = match.group("thing").lower()
         if thing not in _MY_THINGS:
@@ -205,6 +213,8 @@ def _job(match: re.Match[str]) -> Slot | None:
     for word in words:
         if word in occupations() or stem(word) in known:     # "nursing" -> nurse
             return Slot("job", "", stem(word))
+        if len(word) > 6 and any(word.endswith(job) for job in occupations() if len(job) > 4):
+            return Slot("job", "", stem(word))                # "headteacher", "firefighter"
     explicit = "explicit" in match.re.groupindex and match.group("explicit")
     if explicit and words and _JOB_SUFFIX.search(words[0]) and words[0] not in _STOP_VALUE:
         return Slot("job", "", stem(words[0]))
@@ -248,6 +258,7 @@ _FRAMES = {
     "employer": "work working joined",
     "secret": "code password passcode pin passphrase combination combo passkey",
     "favourite": "favourite favorite",
+    "birthday": "birthday born",
 }
 
 
@@ -283,6 +294,10 @@ _ASKED = {
                        r"|where\s+(?:i|we)\s+live)\b", re.I),
     "diet": re.compile(r"\b(?:diet|vegan|vegetarian|eat\s+meat|animal\s+products|meat\s+or"
                        r"|dairy|plant-based|pescatarian)\b", re.I),
+    "birthday": re.compile(r"\b(?:birthday|born|(?:a\s+)?year\s+older|how\s+old\s+(?:am\s+i|will\s+i)"
+                           r"|my\s+age)\b", re.I),
+    "favourite": re.compile(r"\b(?:favou?rite|(?:love|like|enjoy)\s+(?:\w+\s+){0,3}(?:most|best)"
+                            r"|most\s+(?:love|like|enjoy))\b", re.I),
 }
 # "my sister", "my other half", "my brother's son": a question about someone else.
 _SOMEONE_ELSE = re.compile(

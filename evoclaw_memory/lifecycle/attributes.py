@@ -14,13 +14,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from evoclaw_memory.distill.slots import asked_kinds, frame_query_terms, slots_of
-from evoclaw_memory.text import fts_phrase
+from evoclaw_memory.english import neighbours
+from evoclaw_memory.text import fts_phrase, query_terms
 
 if TYPE_CHECKING:
     from evoclaw_memory.store.local import LocalStore
 
 SCAN = 40           # newest owner facts read per attribute asked
 PER_KIND = 1        # facts returned per attribute: its current value
+FAVOURITES = 3      # favourite things returned when the question names none of their kinds
 
 
 def attribute_fact_ids(store: "LocalStore", question: str) -> list[str]:
@@ -31,7 +33,24 @@ def attribute_fact_ids(store: "LocalStore", question: str) -> list[str]:
         if not terms:
             continue
         rows = store.newest_live_texts(" OR ".join(map(fts_phrase, terms)), None, SCAN)
-        stating = [fact_id for fact_id, text in rows
-                   if any(slot.kind == kind for slot in slots_of(text))]
-        found += [f for f in stating[:PER_KIND] if f not in found]
+        stating = [(fact_id, slot) for fact_id, text in rows for slot in slots_of(text)
+                   if slot.kind == kind]
+        if kind == "favourite":
+            chosen = _favourites(question, stating)
+        else:
+            chosen = [fact_id for fact_id, _ in stating[:PER_KIND]]
+        found += [f for f in chosen if f not in found]
     return found
+
+
+def _favourites(question: str, stating: list) -> list[str]:
+    """The owner's favourite things a question asks about: those whose kind ("band", "dish")
+    the question names or names a word used alike for; if it names none, all of them (a few):
+    "What meal do I love most?" may mean the favourite dish."""
+    words = set(query_terms(question))
+    near = {w for t in words for _, w in neighbours(t)}
+    named = [fact_id for fact_id, slot in stating
+             if slot.key in words or slot.key in near
+             or words & {w for _, w in neighbours(slot.key)}]
+    chosen = named or [fact_id for fact_id, _ in stating]
+    return list(dict.fromkeys(chosen))[:FAVOURITES]

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from evoclaw_memory.store.local import LocalStore
     from evoclaw_memory.store.warm_keeper import WarmKeeper
 
+# context() keeps the retrieved facts scoring at least this share of the best one's score.
+CONTEXT_NEAR_BEST = 0.7
 # A shared retrieval ranks this many results before it drops the private ones, so that
 # private facts do not crowd the shared ones out of the `limit` it returns.
 SHARED_POOL = 100
@@ -107,7 +109,8 @@ class AudienceControl:
         return hot_rules.render_markdown(state, self.clock()), omitted
 
     def context(self, query: str = "", limit: int = 8, audience: str = "owner") -> str:
-        """What the agent loads: MEMORY.md + the tree + retrieved facts (<= 3 KB of them).
+        """What the agent loads: MEMORY.md + the tree + retrieved facts (<= 3 KB of them, at
+        most `limit`, those scoring at least 70% of the best one's score).
 
         audience="shared" (a group chat, a session others see) leaves out every private item
         and says how many it left out."""
@@ -131,6 +134,10 @@ class AudienceControl:
                 omitted += sum(1 for r in self._with_flags(self.retriever().retrieve(
                     query, limit=limit, now=self.clock())) if r.fact.private)
             results = self.retrieve(query, limit=limit, audience=audience)
+            # Only what is near the best: a weak match in every prompt is what an LLM restates
+            # as if it were the answer.
+            best = results[0].score if results else 0.0
+            results = [r for r in results if r.score >= CONTEXT_NEAR_BEST * best]
             for result in results:
                 fact = result.fact
                 marks = ("[pinned] " if fact.pinned else "") + \

@@ -38,25 +38,52 @@ def distill(mem: "Memory", messages: Union[str, list[dict]],
                           "rule mode")
     if mem.llm is not None and llm is not False:
         from evoclaw_memory.errors import EvoclawError
-        from evoclaw_memory.llm.distill import conversation_text, conversation_turns, distill_with_llm, \
-            related_facts
+        from evoclaw_memory.lifecycle.novelty import related_to_statements
+        from evoclaw_memory.llm.distill import conversation_turns, distill_with_llm
         turns = conversation_turns(messages)
         if turns:
             calls = mem.llm.stats.calls
             try:
-                related = related_facts(mem.store, conversation_text(turns))
+                # The live facts each statement may repeat or change, for the model's
+                # add / reinforce / supersede / nothing per fact (one call still).
+                related = related_to_statements(mem.store, messages, agent_names)
                 out = distill_with_llm(mem.llm, turns, nodes, related, mem.clock(),
                                        messages=messages, at=at)
             except EvoclawError as exc:
                 result["mode"], result["llm_error"] = "rules-fallback", str(exc)
             else:
                 result.update(out, mode="llm", summary=out["summary"] or result["summary"])
+                _agents_words(result, agent_names)
             result["llm_calls"] = mem.llm.stats.calls - calls
             if result["mode"] == "llm":
                 return result
     result["facts"], result["hot_updates"] = distill_conversation(
         messages, [n.path for n in nodes], at, agent_names=agent_names)
     return result
+
+
+def _agents_words(result: dict[str, Any], agent_names: list[str]) -> None:
+    """The LLM's facts held to the rules' line on the agent's own words: what it did for the
+    owner stays a fact, what it promised becomes a task, the rest (its restatements of the
+    memory, general knowledge) goes."""
+    from evoclaw_memory.distill.agent_turns import is_commitment, is_done_for_owner
+    from evoclaw_memory.distill.turns import ASSISTANT
+    agents = {ASSISTANT.lower()} | {n.lower() for n in agent_names if n}
+    kept: list[Any] = []
+    supersedes: list[dict[str, Any]] = []
+    index_map: dict[int, int] = {}
+    for index, draft in enumerate(result.get("facts") or []):
+        if (draft.speaker or "").lower() in agents and not is_done_for_owner(draft.text):
+            if is_commitment(draft.text):
+                result.setdefault("hot_updates", []).append(
+                    {"key": "task", "value": {"text": draft.text}})
+            continue
+        index_map[index] = len(kept)
+        kept.append(draft)
+    for item in result.get("supersedes") or []:
+        if item["fact"] in index_map:
+            supersedes.append({**item, "fact": index_map[item["fact"]]})
+    result["facts"], result["supersedes"] = kept, supersedes
 
 
 def participants(messages: Union[str, list[dict]], agent_names: list[str]) -> list[str]:

@@ -10,12 +10,12 @@ thousand times since can be missed: it is then added, never lost).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from evoclaw_memory.distill.decision import Decision, Known, decide
+from evoclaw_memory.distill.decision import Decision, Known, closest, decide
 from evoclaw_memory.distill.sameness import statement
 from evoclaw_memory.distill.slots import frame_terms, slots_of
-from evoclaw_memory.models import HotState
+from evoclaw_memory.models import Fact, HotState
 from evoclaw_memory.text import fts_phrase
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 ANCHOR_TERMS = 3            # the statement's rarest words searched
 PER_ANCHOR = 20             # newest live facts of the same speaker read per word
 PER_SLOT = 30               # ... per one-valued attribute
+RELATED_PER_STATEMENT = 3   # the closest candidates of each statement shown to the LLM
 
 
 def candidates(store: "LocalStore", text: str, speaker: Optional[str], own: bool,
@@ -41,6 +42,30 @@ def candidates(store: "LocalStore", text: str, speaker: Optional[str], own: bool
                 found.update(store.newest_live_texts(" OR ".join(map(fts_phrase, terms)),
                                                      speaker, PER_SLOT))
     return [Known(fact_id, fact_text) for fact_id, fact_text in found.items()]
+
+
+RELATED_MAX = 12            # facts shown to the LLM for a conversation's statements
+
+
+def related_to_statements(store: "LocalStore", messages: Any,
+                          agent_names: Iterable[str] = ()) -> list[Fact]:
+    """The live facts the owner's and other people's statements in `messages` may repeat or
+    change (each statement's candidates, best first, in the order the statements came), for
+    the LLM's per-fact decision; the agent's own turns are not asked about."""
+    from evoclaw_memory.distill.sentences import split_sentences
+    from evoclaw_memory.distill.turns import conversation_turns
+    ranked: dict[str, None] = {}
+    for turn in conversation_turns(messages, 0.0, agent_names=list(agent_names)):
+        if turn.agent:
+            continue
+        for sentence in split_sentences(turn.text):
+            found = candidates(store, sentence, turn.speaker, turn.speaker is None)
+            best = closest(sentence, found, own=turn.speaker is None)
+            for known in best[:RELATED_PER_STATEMENT]:
+                ranked.setdefault(known.id, None)
+    ids = list(ranked)[:RELATED_MAX]
+    by_id = {fact.id: fact for fact in store.facts_by_ids(ids)}
+    return [by_id[i] for i in ids if i in by_id]
 
 
 def shown_in_hot(hot: HotState) -> list[str]:

@@ -202,7 +202,7 @@ def build_result(answer: DistillAnswer, turns: list[tuple[str, str]], nodes: lis
     superseded_ids: set[str] = set()
     kept_elsewhere: list[FactOut] = []
     for item in answer.facts:
-        if grounding(item.text, vocabulary) < GROUNDED_FACT:
+        if item.nothing or grounding(item.text, vocabulary) < GROUNDED_FACT:
             continue
         draft, sim = _draft(item, text, sim, now)
         if draft is None:
@@ -218,7 +218,7 @@ def build_result(answer: DistillAnswer, turns: list[tuple[str, str]], nodes: lis
             continue
         drafts.append(draft)
         old = _resolve_alias(item.supersedes, ids)
-        if old is not None and overlap(draft.text, old_texts[old]) == 0:
+        if old is not None and not may_change(draft.text, old_texts[old]):
             old = None
         if old is not None and old not in superseded_ids:
             superseded_ids.add(old)
@@ -257,6 +257,17 @@ def grounding(text: str, vocabulary: set[str]) -> float:
     """Share of the meaningful words of `text` found in `vocabulary` (0 when it has none)."""
     words = set(query_terms(text))
     return len(words & vocabulary) / len(words) if words else 0.0
+
+
+def may_change(new: str, old: str) -> bool:
+    """Whether `new` can be a newer value of what `old` says: they share a word or a word used
+    alike ("vegan" / "vegetarian"), or state the same attribute ("I moved to Bristol" / "I
+    live in Leeds"). A supersession naming an unrelated fact is the model's mistake."""
+    from evoclaw_memory.distill.sameness import shared_weight, statement
+    from evoclaw_memory.distill.slots import slots_of
+    if shared_weight(statement(new).weights, statement(old).weights) > 0:
+        return True
+    return any(a.same_slot(b) for a in slots_of(new) for b in slots_of(old))
 
 
 def overlap(a: str, b: str) -> float:

@@ -280,6 +280,7 @@ class FactOut(msgspec.Struct):
     metadata: MetadataOut = msgspec.field(default_factory=MetadataOut)
     supersedes: Optional[str] = None       # an alias (F1...) resolved by the caller
     duplicate_of: Optional[str] = None
+    nothing: bool = False                  # action "nothing": the model says keep nothing
 
 
 class HotOut(msgspec.Struct):
@@ -319,12 +320,18 @@ DISTILL_SYSTEM = (
     "lowercase segments (letters, digits, '-') under an existing one. importance: 0.9 "
     "health, safety, money or an explicit 'remember'; 0.5 ordinary; 0.2 trivia. Skip "
     "greetings, thanks and small talk; a question is not a fact. Say who: name the "
-    "speaker (\"Caroline went to ...\", \"Assistant booked ...\"), what either side states "
-    "or commits to counts. Make relative dates absolute from the conversation's date "
-    "(\"yesterday\" -> \"on 7 May 2023\", \"last week\" -> \"in the week before 8 May 2023\").\n"
-    "- supersedes: the alias (F1...) of an existing fact this fact replaces or contradicts "
-    "(a newer value of the same thing), else null. duplicate_of: the alias of an existing "
-    "fact that already says the same, else null.\n"
+    "speaker (\"Caroline went to ...\", \"Assistant booked ...\"). People's statements "
+    "count; the assistant's own words count only for what it did for the owner (a task of "
+    "what it promised to do): never for restating what the memory holds or general "
+    "knowledge. Never copy anything from <memory> into a fact. One statement, one fact: "
+    "two unrelated things said together are two facts. Make relative dates absolute from "
+    "the conversation's date (\"yesterday\" -> \"on 7 May 2023\", \"last week\" -> \"in the "
+    "week before 8 May 2023\"); a date already absolute stays as it is.\n"
+    "- action, for each fact, against the existing facts shown: \"add\" (new), "
+    "\"reinforce\" (an existing fact already says it, in any words; fact: its alias), "
+    "\"supersede\" (it changes an existing fact: a new job, home, diet, code, favourite...; "
+    "fact: the alias of the old one), \"nothing\" (nothing worth keeping). fact: null for "
+    "add and nothing.\n"
     "- entities: the people, projects, tools, concepts, places (else other) the facts name; "
     "relation: what a person is to the owner (\"my wife Sarah\" -> wife), else null.\n"
     "- forget: the aliases of existing facts the owner explicitly asked to forget or drop "
@@ -370,8 +377,11 @@ def clip_middle(text: str, max_chars: int) -> str:
     return f"{text[:head]}\n[… {omitted} characters omitted …]\n{text[-tail:]}"
 
 
+ACTIONS = ("add", "reinforce", "supersede", "nothing")
+
+
 def distill_schema(aliases: list[str]) -> dict:
-    """JSON schema of a distillation answer; supersedes/duplicate_of limited to `aliases`."""
+    """JSON schema of a distillation answer; each fact's `fact` limited to `aliases`."""
     strings = {"type": "array", "items": {"type": "string"}}
     ref: dict[str, Any] = ({"anyOf": [{"type": "string", "enum": aliases}, {"type": "null"}]}
                            if aliases else {"type": "null"})
@@ -396,11 +406,12 @@ def distill_schema(aliases: list[str]) -> dict:
                                                     "paths": strings},
                                      "required": ["urls", "commands", "paths"],
                                      "additionalProperties": False},
-                        "supersedes": ref,
-                        "duplicate_of": ref,
+                        "action": {"type": "string",
+                                   "enum": list(ACTIONS if aliases else ("add", "nothing"))},
+                        "fact": ref,
                     },
-                    "required": ["text", "category", "importance", "metadata", "supersedes",
-                                 "duplicate_of"],
+                    "required": ["text", "category", "importance", "metadata", "action",
+                                 "fact"],
                     "additionalProperties": False,
                 },
             },
@@ -471,7 +482,9 @@ def _fact_out(item: Any) -> Optional[FactOut]:
         item = {"text": item}
     if not isinstance(item, dict):
         return None
-    text = item.get("text") or item.get("fact")
+    text = item.get("text")
+    if text is None and not re.fullmatch(r"\s*[Ff]\d+\s*", str(item.get("fact") or "")):
+        text = item.get("fact")             # {"fact": "..."}: an older answer's text field
     if not _clean(text) or not text.strip():
         return None
     meta = item.get("metadata")
@@ -485,9 +498,23 @@ def _fact_out(item: Any) -> Optional[FactOut]:
         metadata=MetadataOut(urls=_texts(meta.get("urls"), 20),
                              commands=_texts(meta.get("commands"), 20),
                              paths=_texts(meta.get("paths"), 20)),
-        supersedes=_alias(item.get("supersedes")),
-        duplicate_of=_alias(item.get("duplicate_of")),
+        **_decision(item),
     )
+
+
+def _decision(item: dict) -> dict[str, Any]:
+    """supersedes / duplicate_of / nothing from a fact's action and alias (the schema), or
+    from the older supersedes / duplicate_of fields a model may still send."""
+    action = str(item.get("action") or "").strip().lower()
+    alias = _alias(item.get("fact") if isinstance(item.get("fact"), str) else item.get("target"))
+    if action in ("reinforce", "duplicate", "same"):
+        return {"duplicate_of": alias or _alias(item.get("duplicate_of"))}
+    if action in ("supersede", "update", "replace"):
+        return {"supersedes": alias or _alias(item.get("supersedes"))}
+    if action in ("nothing", "none", "skip", "noop"):
+        return {"nothing": True}
+    return {"supersedes": _alias(item.get("supersedes")),
+            "duplicate_of": _alias(item.get("duplicate_of"))}
 
 
 def _alias(value: Any) -> Optional[str]:

@@ -17,7 +17,7 @@ telling; a common one matches anything), and for rank only, below the word itsel
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from evoclaw_memory import english
 from evoclaw_memory.text import STEMMED_STOPWORDS, is_cjk, stem
@@ -54,11 +54,21 @@ def lookup(term: str) -> Optional[tuple[str, ...]]:
     return english.indexed_lookup(WORDNET_FILE, term)
 
 
-def related(terms: list[str], df: dict[str, int]) -> dict[str, list[tuple[float, str]]]:
+class Relative(NamedTuple):
+    """A word standing in for a query word: its credit (a share of the word's weight in the
+    ranking) and whether it is a word used alike (english.neighbours), which also counts
+    towards relevance; WordNet's relatives are too often another sense's (rank only)."""
+
+    credit: float
+    word: str
+    used_alike: bool = False
+
+
+def related(terms: list[str], df: dict[str, int]) -> dict[str, list[Relative]]:
     """query term -> [(credit, related word as the index holds it)], best-trusted first.
 
     `df`: how many facts hold each query term; only terms no fact holds are expanded."""
-    out: dict[str, list[tuple[float, str]]] = {}
+    out: dict[str, list[Relative]] = {}
     # The words few facts hold first (a word no fact holds most of all): a query word the
     # memory holds often is already found by its own spelling.
     for term in sorted(terms, key=lambda t: df.get(t, 0)):
@@ -69,18 +79,18 @@ def related(terms: list[str], df: dict[str, int]) -> dict[str, list[tuple[float,
             continue
         columns = lookup(term) or ()
         seen = set(terms)
-        found: list[tuple[float, str]] = []
+        found: list[Relative] = []
+        for similarity, word in english.neighbours(term):
+            if word not in seen and word not in STEMMED_STOPWORDS:
+                seen.add(word)
+                found.append(Relative(round(NEIGHBOUR_CREDIT * similarity, 3), word, True))
         for credit, column in zip(CREDITS, columns):
             for word in map(stem, column.split()):
                 if word not in seen and word not in STEMMED_STOPWORDS:
                     seen.add(word)
-                    found.append((credit, word))
-        for similarity, word in english.neighbours(term):
-            if word not in seen and word not in STEMMED_STOPWORDS:
-                seen.add(word)
-                found.append((round(NEIGHBOUR_CREDIT * similarity, 3), word))
+                    found.append(Relative(credit, word))
         if found:
-            # The surest first: synonyms, near neighbours, hypernyms, gloss words.
-            found.sort(key=lambda pair: -pair[0])
+            # The surest first: near neighbours and synonyms, hypernyms, gloss words.
+            found.sort(key=lambda r: -r.credit)
             out[term] = found[:MAX_RELATIVES]
     return out

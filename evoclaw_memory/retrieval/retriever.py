@@ -28,6 +28,7 @@ import time
 import weakref
 from typing import Optional
 
+from evoclaw_memory import english
 from evoclaw_memory.errors import EvoclawError
 from evoclaw_memory.limits import TIER_HOT
 from evoclaw_memory.models import PathChoice, RetrievalResult, TreeNode
@@ -70,9 +71,13 @@ FEEDBACK_MAX_DF = RANK_BUDGET // 4   # a feedback word held by more says little
 FEEDBACK_CREDIT = 0.3         # × a query word's bm25 credit
 FEEDBACK_CEILING = 0.999      # × the source's rank: the most a fact ranked up by it reaches
 QUESTION_FACTOR = 0.6         # × rank of a fact that only asks ("What do you play?")
-RELATED_GATE = 0.5            # no result holds this share of the query's weight: expand
+RELATED_GATE = 0.75           # no result holds this share of the query's weight: expand
 RELATED_MAX_DF = 2            # a WordNet relative held by more facts says little
-RELATED_RELEVANCE = 1.0       # × a relative's credit: the share of the word's weight it holds
+COORDINATION = 0.5            # rank × (this + the rest × relevance): holding more of the query
+ENGLISH_CEILING = 7.2         # Zipf frequency of the commonest words ("the" 7.7 is a stopword)
+ENGLISH_MIDDLE = 4.5          # a word this common in English counts as the memory's counts say
+ENGLISH_MIN, ENGLISH_MAX = 0.35, 1.0
+RELATED_RELEVANCE = 1.0       # × a used-alike word's credit: the share of relevance it holds
 UPDATE_POOL = 20              # how many of the best candidates are compared for updates
 DF_REFRESH = 0.05             # cached counts of common words are kept until the index grows 5%
 
@@ -122,7 +127,8 @@ class _Query:
                     for t in p}
         self.searched = list(dict.fromkeys([*terms, *extra, *sorted(standing)]))
         self.related: list[str] = []             # WordNet relatives that joined (related.py)
-        self.weak: list[tuple[float, dict[str, list[tuple[str, ...]]]]] = []   # (credit, word -> them)
+        # (credit, word -> them, share of the word's weight towards relevance)
+        self.weak: list[tuple[float, dict[str, list[tuple[str, ...]]], float]] = []
         self.feedback: list[str] = []            # words of a confident first result
         self.feedback_from = -1                  # ... and its rowid
 
@@ -278,7 +284,7 @@ class Retriever:
         if ranked and ranked[0].relevance >= RELATED_GATE:
             return False
         found = related(q.terms, df)
-        words = sorted({w for rels in found.values() for _, w in rels} - set(q.searched))
+        words = sorted({r.word for rels in found.values() for r in rels} - set(q.searched))
         if not words:
             return False
         # Only "few or not" matters: each count stops after RELATED_MAX_DF + 1 rows, so a
@@ -288,12 +294,15 @@ class Retriever:
         if not rare:
             return False
         df.update(rare)
-        by_credit: dict[float, dict[str, list[tuple[str, ...]]]] = {}
+        by_credit: dict[tuple[float, bool], dict[str, list[tuple[str, ...]]]] = {}
         for term, rels in found.items():
-            for credit, word in rels:
-                if word in rare:
-                    by_credit.setdefault(credit, {}).setdefault(term, []).append((word,))
-        q.weak = sorted(by_credit.items(), reverse=True)     # synonyms first, gloss words last
+            for rel in rels:
+                if rel.word in rare:
+                    by_credit.setdefault((rel.credit, rel.used_alike), {}) \
+                        .setdefault(term, []).append((rel.word,))
+        # The surest first; a word used alike also counts towards relevance, at its credit.
+        q.weak = [(credit, table, credit * RELATED_RELEVANCE if alike else 0.0)
+                  for (credit, alike), table in sorted(by_credit.items(), reverse=True)]
         q.related = sorted(rare)
         q.searched = list(dict.fromkeys([*q.searched, *q.related]))
         return True
@@ -367,13 +376,12 @@ class Retriever:
         # Lucene's BM25 idf: like FTS5's, but never zero or negative, so a word held by half of
         # a young agent's few facts still counts a little.
         idf = {t: math.log(1 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
-               for t in q.searched}
-        weight = {t: _weight(t, df.get(t, 0), n, t in q.words) for t in q.searched}
+               * math.sqrt(_english(t)) for t in q.searched}
+        weight = {t: _weight(t, df.get(t, 0), n, t in q.words) * _english(t) for t in q.searched}
         total_weight = sum(weight[t] for t in q.terms) or 1.0
         extra = q.extra
         stand_ins = [(credit, table, credit) for credit, table in q.stand_ins]
-        # A relative stands in for a query word no fact holds, at its credit (below the word).
-        stand_ins += [(credit, table, credit * RELATED_RELEVANCE) for credit, table in q.weak]
+        stand_ins += q.weak          # relatives: rank at their credit, some relevance too
         k1, b, avg = BM25_K1, BM25_B, max(avg_len, 1.0)
         for c in candidates:
             body = c.body
@@ -422,7 +430,8 @@ class Retriever:
                     bm25 += PATH_PRIOR * path_relevance
                     c.relevance = max(c.relevance, PATH_RELEVANCE * path_relevance)
                 bm25 *= 1 + TREE_BOOST * path_relevance
-            c.rank = bm25 * (0.6 + 0.4 * min(1.0, value / TIER_HOT))
+            c.rank = bm25 * (0.6 + 0.4 * min(1.0, value / TIER_HOT)) \
+                * (COORDINATION + (1 - COORDINATION) * c.relevance)
             if only_asks(row[2]):
                 # A stored question is rarely its own answer, yet it repeats the words of
                 # the question being asked; it stays a candidate, below the statements.
@@ -444,6 +453,18 @@ def _weight(term: str, df: int, n: int, word: bool = False) -> float:
     # every fact below the threshold; it counts a little, so a query whose other words are
     # all weak still returns nothing.
     return UNKNOWN_WEIGHT * math.log(1 + n)
+
+
+def _english(term: str) -> float:
+    """How much a word says by how rare it is in English, not only in this memory: in a young
+    memory every word is rare, and "gives", "called" or "outside" would outweigh "joint",
+    "mother" or "vegetables" (english.zipf). Common words count less; a word of middling
+    frequency or rarer counts as the memory's own counts say (1.0): a name the memory holds
+    everywhere is common here, whatever English says."""
+    if not term.isalpha() or not term.isascii():
+        return 1.0                  # numbers, codes, CJK: the memory's own counts decide
+    return max(ENGLISH_MIN, min(ENGLISH_MAX, (ENGLISH_CEILING - english.zipf(term))
+                                / (ENGLISH_CEILING - ENGLISH_MIDDLE)))
 
 
 def _subtree_categories(choices: list[PathChoice], nodes: list[TreeNode]) -> list[str]:
