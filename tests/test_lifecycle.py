@@ -137,7 +137,8 @@ def test_distill_store_command_reports_the_lifecycle(home):
 # -- the example agent loop, against a local OpenAI-compatible server --------------------------
 
 class FakeChatModel:
-    """A tiny OpenAI-compatible /chat/completions server that records what it was sent."""
+    """A tiny OpenAI-compatible /chat/completions server that records what it was sent. Asked
+    what it remembers, it pastes the memory part of its system prompt, as weak models do."""
 
     def __init__(self):
         self.requests: list[dict] = []
@@ -149,6 +150,9 @@ class FakeChatModel:
                 outer.requests.append(body)
                 last = body["messages"][-1]["content"]
                 reply = f"(model) you said: {last[:60]}"
+                if "what do you remember" in last.lower():
+                    system = body["messages"][0]["content"]
+                    reply = "(fake model) Assistant recalls: " + system.split("\n\n", 1)[-1]
                 data = json.dumps({"id": "x", "object": "chat.completion", "choices": [
                     {"index": 0, "finish_reason": "stop",
                      "message": {"role": "assistant", "content": reply}}],
@@ -209,3 +213,11 @@ def test_example_agent_loop_remembers_across_two_runs(home, chat_model):
     assert len(prompts) == 1
     assert "allergic to chicken" in prompts[0]        # the first run's memory, in context
     assert "Retrieved memories" in prompts[0]
+
+    # A model that pastes its context back: nothing of it is stored (issue 25).
+    third = run_example(home, chat_model, "What do you remember about Biscuit?")
+    assert third.returncode == 0 and "recalls" in third.stdout
+    from evoclaw_memory.distill.rendered import holds_rendered
+    with Memory.open("companion", home=home) as mem:
+        texts = [f.text for f in mem.facts()]
+    assert texts and not [t for t in texts if holds_rendered(t) or "recalls" in t], texts

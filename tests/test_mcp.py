@@ -91,6 +91,12 @@ def test_tools_and_resources_over_a_real_stdio_session(home):
 
         context = text_of(await session.call_tool("get_context", {"query": "dentist"}))
         assert "Okafor" in context and "Never deploy on Fridays" in context
+        # What the memory handed out, pasted back through the tool, adds nothing (issue 25).
+        echo = data_of(await session.call_tool("end_conversation", {"messages": [
+            {"role": "user", "content": "Who is my dentist?"},
+            {"role": "assistant", "content": "Here is what I have in memory:\n" + context},
+            {"role": "user", "content": "Thanks! My notes:\n" + context}]}))
+        assert echo["counts"]["added"] == 0, echo["added"]
         tree = text_of(await session.call_tool("show_tree", {}))
         assert "home/pets/biscuit" in tree
 

@@ -47,9 +47,10 @@ def test_the_word_list_is_keyed_by_todays_stem_in_sorted_members():
     assert related.lookup("zzzzqx") is None and related.lookup("") is None
 
 
-def test_only_query_words_no_fact_holds_are_expanded_and_only_a_few():
+def test_only_query_words_few_facts_hold_are_expanded_and_only_a_few():
     assert "aspirin" in related.related(["aspirin"], {})
-    assert "aspirin" not in related.related(["aspirin"], {"aspirin": 3})
+    assert "aspirin" in related.related(["aspirin"], {"aspirin": related.EXPAND_MAX_DF})
+    assert "aspirin" not in related.related(["aspirin"], {"aspirin": related.EXPAND_MAX_DF + 1})
     many = ["aspirin", "skim", "faucet", "sofa", "trout", "dinner"]
     assert len(related.related(many, {})) <= related.MAX_EXPANDED
     assert related.related(["zorblat", "the"], {}) == {}

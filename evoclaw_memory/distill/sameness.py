@@ -71,12 +71,16 @@ def statement(text: str, ignore: Iterable[str] = ()) -> Statement:
         text = _DATE_PHRASE.sub(" ", text)
     weights: dict[str, float] = {}
     for tok in tokens(text):
-        if tok in STEMMED_STOPWORDS or tok in skip:
+        if tok in STEMMED_STOPWORDS or tok in skip or tok in _CONTRACTIONS:
             continue
         if len(tok) == 1 and not tok.isdigit() and not is_cjk(tok):
             continue
         weights[tok] = term_weight(tok)
     return Statement(weights, dates)
+
+
+# What is left of "I've", "we'll", "they're", "I'd" once the tokenizer split them.
+_CONTRACTIONS = frozenset({"ve", "ll", "re", "d", "m", "s", "t"})
 
 
 def numbers(weights: Weights) -> set[str]:

@@ -25,7 +25,8 @@ _ALNUM_RE = re.compile(r"[^\W_]")
 _BULLET_RE = re.compile(r"\s*(?:[-*+•>]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _LEADING_FILLER_RE = re.compile(
     r"^(?:(?:so|well|oh|ok|okay|um|uh|also|btw|by the way|anyway|hey|hi|hello|and|but|actually"
-    r"|basically)\b[,:]?\s+)+"
+    r"|basically|plus|quick note|side note|ps|one more thing|another thing|on another note"
+    r"|incidentally|for the record)\b[,:]?\s+|p\.s\.[,:]?\s+)+"
     r"|^(?:嗯|哦|对了|那个|然后|另外)[，,]?\s*",
     re.IGNORECASE,
 )

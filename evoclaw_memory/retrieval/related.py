@@ -9,9 +9,15 @@ such stand-ins. Used at query time only: no index change, no migration.
 
 WordNet does not say which sense a query means, so a word's relatives are many and most are
 noise ("dinner" -> "party"). The retriever gates them (retriever.py, `_related`): only when
-no result holds much of the query's weight, only for query words no fact holds, only the
+no result holds much of the query's weight, only for query words few facts hold, only the
 relatives that few facts hold (a rare word shared by a fact and a relative of the query's is
 telling; a common one matches anything), and for rank only, below the word itself.
+
+Words used alike (english.neighbours: "teeth" -> "dentist", "yarn" -> "knit", "mother" ->
+"mum", made once from a sentence model by scripts/build_neighbours.py) join the same way,
+first, and also count towards relevance at their credit: they are far less often another
+sense's word than WordNet's relatives, and they let a question find a fact that shares no
+word with it at all.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ GLOSS_CREDIT = 0.3            # ... a telling word of a definition ("skim" -> "m
 CREDITS = (SYNONYM_CREDIT, HYPERNYM_CREDIT, GLOSS_CREDIT)
 NEIGHBOUR_CREDIT = 0.6        # × similarity (0.6..0.9): a word used alike ("teeth" -> "dentist")
 MAX_EXPANDED = 3              # query words expanded per query
-EXPAND_MAX_DF = 2             # ... each held by at most this many facts
+EXPAND_MAX_DF = 5             # ... each held by at most this many facts
 MAX_RELATIVES = 48            # relatives looked up per expanded word (commonest senses first)
 
 
@@ -67,7 +73,8 @@ class Relative(NamedTuple):
 def related(terms: list[str], df: dict[str, int]) -> dict[str, list[Relative]]:
     """query term -> [(credit, related word as the index holds it)], best-trusted first.
 
-    `df`: how many facts hold each query term; only terms no fact holds are expanded."""
+    `df`: how many facts hold each query term; only terms at most EXPAND_MAX_DF facts hold
+    are expanded, the rarest first (a word no fact holds most of all)."""
     out: dict[str, list[Relative]] = {}
     # The words few facts hold first (a word no fact holds most of all): a query word the
     # memory holds often is already found by its own spelling.
