@@ -64,6 +64,10 @@ def test_commitment_and_done_action_patterns():
     assert is_commitment("Assistant will remind you on Friday to water the plants.")
     assert not is_commitment("I'll remember that.")              # about the memory itself
     assert not is_commitment("I can help with that.")
+    assert is_commitment("I've set a reminder for Friday at 9am to call the bank.")
+    assert is_commitment("Reminder set: Friday at 9am, call the bank.")
+    assert is_commitment("Let me set a reminder for Friday at 9am to call the bank.")
+    assert not is_done_for_owner("I've scheduled a reminder to check in on Monday.")
     assert is_done_for_owner("I've ordered more printer ink.")
     assert is_done_for_owner("The assistant booked the pottery class.")
     assert not is_done_for_owner("You booked a table last week.")

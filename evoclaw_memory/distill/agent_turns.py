@@ -40,14 +40,31 @@ _DONE = re.compile(
 _ABOUT_MEMORY = re.compile(r"\b(?:memory|remember|forget|forgotten|note\s+(?:that|it))\b", re.I)
 
 
+# A reminder or a check-in the agent set up is still an undertaking, however it is worded
+# ("I've set a reminder for Friday", "Reminder set: Friday 9am", "Let me remind you ...").
+_REMINDING = re.compile(
+    r"\b(?:remind(?:er)?s?|check(?:ing)?\s+in|follow(?:ing)?\s+up|get\s+back\s+to\s+you"
+    r"|ping\s+you|nudge\s+you)\b", re.I)
+_REMINDER_SET = re.compile(
+    r"^\W*(?:(?:ok|okay|sure|done|great|noted)[,.!:]?\s+)*(?:reminders?\s+(?:is\s+|are\s+)?(?:set|added|"
+    r"scheduled)|let\s+me\s+(?:set|add|put|schedule|remind))\b"
+    r"|" + _AGENT + r"(?:['’]ve|\s+have|\s+has)?\s+(?:just\s+)?(?:set|added|scheduled|put|created)\b", re.I)
+
+
 def is_commitment(sentence: str) -> bool:
     """Whether the agent's sentence undertakes to do something for the owner (a task)."""
-    return _UNDERTAKING.search(sentence) is not None and _ABOUT_MEMORY.search(sentence) is None
+    if _ABOUT_MEMORY.search(sentence) is not None:
+        return False
+    if _UNDERTAKING.search(sentence) is not None:
+        return True
+    return _REMINDER_SET.search(sentence) is not None and _REMINDING.search(sentence) is not None
 
 
 def is_done_for_owner(sentence: str) -> bool:
-    """Whether the agent's sentence reports something it did for the owner (a fact)."""
-    return _DONE.search(sentence) is not None and _ABOUT_MEMORY.search(sentence) is None
+    """Whether the agent's sentence reports something it did for the owner (a fact): an
+    appointment booked, an order placed; a reminder it set is a task (is_commitment)."""
+    return _DONE.search(sentence) is not None and _ABOUT_MEMORY.search(sentence) is None \
+        and not is_commitment(sentence)
 
 
 def commitment_tasks(turns: list[Turn]) -> list[dict[str, Any]]:

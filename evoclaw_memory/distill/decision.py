@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from typing import Iterable, Literal, NamedTuple, Optional, Sequence
 
-from evoclaw_memory.distill.sameness import (Statement, held_in, numbers, same_but_dates,
-                                             shared_weight, statement, total)
+from evoclaw_memory.distill.sameness import (Statement, held_in, same_but_dates, shared_weight,
+                                             statement, total)
 from evoclaw_memory.distill.slots import Slot, has_change_cue, slots_of
 from evoclaw_memory.text import tokens
 
@@ -46,6 +46,11 @@ RICHER_ADDS = 8.0
 OWN_COVERAGE = 0.5
 OWN_MIN_SHARED = 8.0
 OWN_HEAVIER_SHARE = 0.2
+# The cheap first look: the word-for-word share of the lighter statement below which no rule
+# can call two statements the same (words used alike add at most a little).
+QUICK_SHARE = 0.25
+COMPARED = 10           # candidates compared in full, the closest word for word first
+QUICK_SHARE_STRICT = 0.6
 # A fragment must be this long to count as a piece of a live fact (not "I see").
 FRAGMENT_MIN_TOKENS = 4
 
@@ -80,7 +85,7 @@ def decide(text: str, known: Sequence[Known], *, own: bool, rendered: Iterable[s
     new_tokens = tokens(text)
     same: Optional[tuple[float, str]] = None
     replaces: list[str] = []
-    for fact in known:
+    for fact in _closest_first(new, known, ignored):
         old = statement(fact.text, ignored)
         verdict, score = _compare(new, old, new_tokens, fact.text, new_slots, own, strict_only,
                                   text)
@@ -107,6 +112,8 @@ def _compare(new: Statement, old: Statement, new_tokens: list[str], old_text: st
         return "same", 2.0
     if not old.weights:
         return "", 0.0
+    if not _may_be_related(new, old, own, new_slots, old_text):
+        return "", 0.0
     held_new, held_old = held_in(new.weights, old.weights), held_in(old.weights, new.weights)
     other_day = bool(new.dates and old.dates and new.dates != old.dates)
     if other_day:
@@ -114,7 +121,7 @@ def _compare(new: Statement, old: Statement, new_tokens: list[str], old_text: st
         # on another day ("Long day today", "I went to the gym today") is one recurring
         # statement: the newest saying replaces the older, which stays in its history.
         return ("replaces", 1.0) if own and same_but_dates(new, old) else ("", 0.0)
-    if numbers(new.weights) - numbers(old.weights) and numbers(old.weights) - numbers(new.weights):
+    if new.values - old.values and old.values - new.values:
         # Each names a value the other does not ("sensor 1" / "sensor 0"): not the same
         # statement, whatever else they share (a one-valued attribute's change is a slot's).
         slot = _slot_relation(new_slots, slots_of(old_text), new_text) if own else ""
@@ -152,6 +159,30 @@ def closest(text: str, known: Sequence[Known], *, own: bool) -> list[Known]:
                                            held_in(old.weights, new.weights))
     scored = sorted(known, key=key, reverse=True)
     return [fact for fact in scored if key(fact) > 0]
+
+
+def _closest_first(new: Statement, known: Sequence[Known], ignored: set[str]) -> list[Known]:
+    """The COMPARED live facts sharing the most weight word for word with `new`, then every
+    fact stating a one-valued attribute (its frame found it, maybe with no word in common):
+    an old memory's candidates are many, and a full comparison costs."""
+    def exact(fact: Known) -> float:
+        other = statement(fact.text, ignored).weights
+        return sum(min(w, other[t]) for t, w in new.weights.items() if t in other)
+    scored = sorted(known, key=exact, reverse=True)
+    return scored[:COMPARED] + [k for k in scored[COMPARED:] if slots_of(k.text)]
+
+
+def _may_be_related(new: Statement, old: Statement, own: bool, new_slots: list[Slot],
+                    old_text: str) -> bool:
+    """A cheap first look (word for word, no other forms or words used alike): below
+    QUICK_SHARE of the lighter statement's weight in common, no rule can find the two the
+    same, unless a one-valued attribute ties them. Most candidates of an old memory stop here."""
+    a, b = new.weights, old.weights
+    exact = sum(min(w, b[t]) for t, w in a.items() if t in b)
+    if exact >= (QUICK_SHARE if own else QUICK_SHARE_STRICT) * min(total(a), total(b)):
+        return True
+    return own and bool(new_slots) and any(s.same_slot(o) for s in new_slots
+                                           for o in slots_of(old_text))
 
 
 def _slot_relation(new_slots: list[Slot], old_slots: list[Slot], new_text: str) -> str:

@@ -20,6 +20,7 @@ two days), which `same_but_dates` tells.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Iterable, Mapping, NamedTuple
 
@@ -58,14 +59,21 @@ def term_weight(term: str) -> float:
 class Statement(NamedTuple):
     """A statement's content words and their weights, its dates apart."""
 
-    weights: dict[str, float]      # what it says
+    weights: dict[str, float]      # what it says (do not change: statements are cached)
     dates: frozenset[str]          # when: the absolute dates it names, as token strings
+    values: frozenset[str]         # its terms that hold a digit ("4417", "11pm", "sensor 2")
 
 
 def statement(text: str, ignore: Iterable[str] = ()) -> Statement:
     """The content words of `text` with their weights; `ignore`: tokens left out (the
     speaker's name, which every fact of that speaker holds)."""
-    skip = set(ignore)
+    return _statement(text, frozenset(ignore))
+
+
+@functools.lru_cache(maxsize=4096)
+def _statement(text: str, skip: frozenset[str]) -> Statement:
+    # Cached: a conversation's statements are compared with the same live facts again and
+    # again (their Statement must not be changed by a caller).
     dates = frozenset(" ".join(tokens(m.group())) for m in _DATE_PHRASE.finditer(text))
     if dates:
         text = _DATE_PHRASE.sub(" ", text)
@@ -76,16 +84,12 @@ def statement(text: str, ignore: Iterable[str] = ()) -> Statement:
         if len(tok) == 1 and not tok.isdigit() and not is_cjk(tok):
             continue
         weights[tok] = term_weight(tok)
-    return Statement(weights, dates)
+    return Statement(weights, dates, frozenset(t for t in weights if not t.isalpha()
+                                               and any(ch.isdigit() for ch in t)))
 
 
 # What is left of "I've", "we'll", "they're", "I'd" once the tokenizer split them.
 _CONTRACTIONS = frozenset({"ve", "ll", "re", "d", "m", "s", "t"})
-
-
-def numbers(weights: Weights) -> set[str]:
-    """The terms of a statement that hold a digit: values ("4417", "11pm", "sensor 2")."""
-    return {t for t in weights if any(ch.isdigit() for ch in t)}
 
 
 def total(weights: Weights) -> float:
@@ -119,12 +123,16 @@ def _near(term: str, weight: float, other: Weights) -> float:
             if len(u) >= SAME_PREFIX + 1 and u[:SAME_PREFIX] == term[:SAME_PREFIX]:
                 best = max(best, PREFIX_CREDIT * min(weight, w))
     if term.isalpha():
-        for similarity, u in neighbours(term):
-            if similarity < NEIGHBOUR_SIMILARITY:
-                break
+        for u, similarity in _alike(term).items():
             if u in other:
                 best = max(best, similarity * min(weight, other[u]))
     return best
+
+
+@functools.lru_cache(maxsize=8192)
+def _alike(term: str) -> dict[str, float]:
+    """The words used like `term` closely enough to count as it (NEIGHBOUR_SIMILARITY)."""
+    return {u: s for s, u in neighbours(term) if s >= NEIGHBOUR_SIMILARITY}
 
 
 def coverage(a: Weights, b: Weights) -> float:

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from evoclaw_memory.store.local import LocalStore
 
 ANCHOR_TERMS = 3            # the statement's rarest words searched
-PER_ANCHOR = 20             # newest live facts of the same speaker read per word
-PER_SLOT = 30               # ... per one-valued attribute
+PER_ANCHOR = 6              # newest live facts of the same speaker read per word
+PER_SLOT = 20               # ... per one-valued attribute
 RELATED_PER_STATEMENT = 3   # the closest candidates of each statement shown to the LLM
 
 
@@ -45,6 +45,7 @@ def candidates(store: "LocalStore", text: str, speaker: Optional[str], own: bool
 
 
 RELATED_MAX = 12            # facts shown to the LLM for a conversation's statements
+STATEMENTS_MAX = 60         # statements whose candidates are looked up (a long log: its first)
 
 
 def related_to_statements(store: "LocalStore", messages: Any,
@@ -55,10 +56,14 @@ def related_to_statements(store: "LocalStore", messages: Any,
     from evoclaw_memory.distill.sentences import split_sentences
     from evoclaw_memory.distill.turns import conversation_turns
     ranked: dict[str, None] = {}
+    asked = 0
     for turn in conversation_turns(messages, 0.0, agent_names=list(agent_names)):
         if turn.agent:
             continue
         for sentence in split_sentences(turn.text):
+            asked += 1
+            if asked > STATEMENTS_MAX or len(ranked) >= RELATED_MAX:
+                break
             found = candidates(store, sentence, turn.speaker, turn.speaker is None)
             best = closest(sentence, found, own=turn.speaker is None)
             for known in best[:RELATED_PER_STATEMENT]:
