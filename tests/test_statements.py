@@ -38,6 +38,11 @@ def test_a_sentence_that_goes_on_with_the_one_before_stays_with_it():
     assert not shifts_topic("Pixel is grey.")
 
 
+def test_a_request_for_the_agent_to_act_now_is_not_a_fact():
+    assert facts("Teach me a new word. Put some music on. Play something to cheer me up.") == []
+    assert facts("Remind me to call mum on Friday.") == ["Remind me to call mum on Friday 16 January 2026."]
+
+
 @pytest.mark.parametrize("text", [
     "Assistant will remind you on Wednesday 14 January 2026 at 8pm to call the bank.",
     "The dentist is on Friday, 16 January 2026.",
@@ -91,3 +96,4 @@ def test_questions_about_the_owners_attributes_get_the_current_value_first(mem, 
     assert first["What do I do for a living?"].fact.text.startswith("I'm a paramedic now")
     assert first["Which band do I love most?"].fact.text == "My favourite band is Radiohead."
     assert all(r.method == "attribute" for r in first.values())
+    assert mem.retrieve("How do I earn my money?")[0].fact.text.startswith("I'm a paramedic now")

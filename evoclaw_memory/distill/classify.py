@@ -49,8 +49,9 @@ _ZH_REACTION_RE = re.compile(r"祝(?:你|您|你们)?|旅途|愉快|顺利|加�
 # not state. "Remind me to call mum on Friday" states a task and is kept.
 _REQUEST_NOW = re.compile(
     r"^\W*(?:(?:please|ok|okay|hey|so|now|and)[,\s]+)*(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
-    r"(?:(?:give|show|tell|find|get|read|write|send|bring|pick|make|fetch)\s+(?:me|us)\b"
-    r"|(?:play|suggest|recommend|find|pick|choose|put\s+on)\s+(?:me\s+|us\s+)?(?:something|some|a|an|one)\b"
+    r"(?:(?:give|show|tell|teach|find|get|read|write|send|bring|pick|make|fetch|sing|play)\s+(?:me|us)\b"
+    r"|(?:play|suggest|recommend|find|pick|choose|put\s+on|put)\s+(?:me\s+|us\s+)?"
+    r"(?:something|some|a|an|one)\b"
     r"|(?:help\s+(?:me|us)|cheer\s+(?:me|us)\s+up|explain|summari[sz]e|translate|look\s+up)\b"
     r"|remind\s+(?:me|us)\s+(?:what|when|where|who|how|which|about|of)\b)", re.I)
 

@@ -286,14 +286,19 @@ def has_change_cue(text: str) -> bool:
 # living?", "Which town is my home these days?", "Do I eat meat?"), matched on its words.
 _ASKED = {
     "job": re.compile(r"\b(?:jobs?|occupation|profession|career|for\s+a\s+living|do\s+for\s+work"
-                      r"|work\s+as|what\s+do\s+i\s+do|line\s+of\s+work|trade)\b", re.I),
-    "employer": re.compile(r"\b(?:employer|work\s+for|company\s+do\s+i|who\s+do\s+i\s+work)\b", re.I),
-    "home": re.compile(r"\b(?:where\s+(?:do|did)\s+(?:i|we)\s+(?:live|move)|where\s+(?:am\s+i|are\s+we)"
-                       r"\s+(?:based|living)|(?:which|what)\s+(?:town|city|country|place|area)"
-                       r"|(?:my|our)\s+(?:home\s*town|address)|where\s+is\s+(?:my|our)\s+home"
-                       r"|where\s+(?:i|we)\s+live)\b", re.I),
+                      r"|work\s+as|what\s+do\s+i\s+do|line\s+of\s+work|trade|what\s+i\s+do\s+for"
+                      r"|earn\s+(?:my\s+|a\s+)?(?:money|living|wage|salary)|pays\s+(?:my|the)\s+bills)\b",
+                      re.I),
+    "employer": re.compile(r"\b(?:employer|work\s+for|company\s+do\s+i|who\s+do\s+i\s+work"
+                           r"|where\s+do\s+i\s+work)\b", re.I),
+    "home": re.compile(r"\b(?:where\s+(?:do|did)\s+(?:i|we)\s+(?:live|move|stay)|where\s+(?:am\s+i|are\s+we)"
+                       r"\s+(?:based|living|staying)|(?:which|what)\s+(?:town|city|country|place|area)"
+                       r"|(?:my|our)\s+(?:current\s+)?(?:home\s*town|address|city|town)"
+                       r"|where(?:['’]s|\s+is)\s+(?:my\s+|our\s+)?home|where\s+(?:i|we)\s+live)\b",
+                       re.I),
     "diet": re.compile(r"\b(?:diet|vegan|vegetarian|eat\s+meat|animal\s+products|meat\s+or"
-                       r"|dairy|plant-based|pescatarian)\b", re.I),
+                       r"|dairy|plant-based|pescatarian|what\s+(?:do|can|should|don['’]t)\s+i\s+eat"
+                       r"|eating\s+habits|foods?\s+(?:do\s+)?i\s+avoid)\b", re.I),
     "birthday": re.compile(r"\b(?:birthday|born|(?:a\s+)?year\s+older|how\s+old\s+(?:am\s+i|will\s+i)"
                            r"|my\s+age)\b", re.I),
     "favourite": re.compile(r"\b(?:favou?rite|(?:love|like|enjoy)\s+(?:\w+\s+){0,3}(?:most|best)"
@@ -309,7 +314,7 @@ _SOMEONE_ELSE = re.compile(
 
 def asked_kinds(question: str) -> list[str]:
     """The one-valued attributes of the owner a question asks about (often none)."""
-    if _SOMEONE_ELSE.search(question) or not re.search(r"\b(?:I|my|me|we|our)\b", question, re.I):
+    if _SOMEONE_ELSE.search(question) or not re.search(r"\b(?:I|my|me|we|our|us)\b", question, re.I):
         return []
     return [kind for kind, pattern in _ASKED.items() if pattern.search(question)]
 
