@@ -29,6 +29,7 @@ from evoclaw_memory.limits import FACT_MAX_TEXT, INPUT_MAX_BYTES, TIER_HOT
 from evoclaw_memory.models import Fact, FactDraft, HotState, Metadata, TreeNode
 from evoclaw_memory.retrieval.retriever import KeywordNavigator, Retriever, TreeNavigator
 from evoclaw_memory.store import intake
+from evoclaw_memory.store.cloud_time import CloudTime
 from evoclaw_memory.store.local import LocalStore
 from evoclaw_memory.store.tree_keeper import TreeKeeper
 from evoclaw_memory.store.warm_keeper import WarmKeeper, new_id
@@ -63,13 +64,16 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
                  clock: Callable[[], float] = time.time):
         self.config = config
         self.store = store
-        self.clock = clock
+        # The device's clock corrected by the cloud's (store/cloud_time.py): every time this
+        # memory stamps or compares goes by it; `device_clock` is the uncorrected one.
+        self.device_clock = clock
+        self.clock = CloudTime(clock, store)
         self.keyword_navigator = KeywordNavigator()
         self.navigator: TreeNavigator = navigator or self.keyword_navigator
         self.llm = None              # LLMClient when an LLM is configured (see open)
         self._owns_llm = False
         self.distill_llm: Optional[bool] = None   # what distill(llm=None) does (None: auto)
-        self.trees = TreeKeeper(store, clock)     # the tree, kept true to the facts
+        self.trees = TreeKeeper(store, self.clock)     # the tree, kept true to the facts
         self.warm = WarmKeeper(store, config, self.trees)    # inserts, eviction, archive
         self._remote: Any = None     # the cloud remote, opened at first use (cloud_side)
 

@@ -57,6 +57,9 @@ class Fact(msgspec.Struct, omit_defaults=True):
     flags_changed_at: float = 0.0
     speaker: Optional[str] = None   # who said it (FactDraft.speaker), kept so a restored or
                                     # pulling device links the fact to its speaker again
+    # The supersession's own clock (0: never changed): it merges apart from the content, so
+    # an unsupersede after a supersession undoes it everywhere, a concurrent edit never does.
+    superseded_changed_at: float = 0.0
 
 
 class Identity(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):

@@ -33,12 +33,12 @@ _FLAGS = [0, 1, 2, 3, 4, -1, None, True, 1.0, "1"]
 _SPEAKERS = [None, "", "Caroline", "two\nlines", 9]
 
 _COLUMNS = [_IDS, _TEXTS, _CATEGORIES, _NUMBERS, _NUMBERS, _NUMBERS, _METADATA, _SOURCES,
-            _NUMBERS, _LINKS, _FLAGS, _NUMBERS, _NUMBERS, _NUMBERS, _SPEAKERS]
+            _NUMBERS, _LINKS, _FLAGS, _NUMBERS, _NUMBERS, _NUMBERS, _SPEAKERS, _NUMBERS]
 # A row this library writes, each column a usual value of its own.
 _USUAL = [["f1", "a" * 64], _TEXTS[:3], _CATEGORIES[:3], [0.5, 1.0, None],
           [1_700_000_000, 0, None], [0, 3, None], _METADATA[:4] + _METADATA[6:], ["manual", None],
           [1_700_000_000.5, 0, None], [None, "f2"], [0, 3, None], [0, 1_700_000_000.5],
-          [0, 1_700_000_000], [0.0, 1_700_000_000.25], [None]]
+          [0, 1_700_000_000], [0.0, 1_700_000_000.25], [None], [0, 1_700_000_000.75]]
 
 
 @st.composite
@@ -81,10 +81,10 @@ def test_the_generated_rows_reach_both_decoders():
     assert fast > 100 and refused > 50, (fast, refused)
 
 
-@pytest.mark.parametrize("n_columns", [10, 11, 12, 14])
+@pytest.mark.parametrize("n_columns", [10, 11, 12, 14, 15])
 def test_rows_of_older_cloud_schemas_take_the_full_checks(n_columns):
     row = ("f1", "Biscuit is allergic to chicken", "home/pets", 0.5, 1_700_000_000, 0, "{}",
-           "manual", 1_700_000_000.0, None, 1, 0, 0, 0)[:n_columns]
+           "manual", 1_700_000_000.0, None, 1, 0, 0, 0, None)[:n_columns]
     assert _usual_row_fact(row) is None
     assert fact_from_row(row) == _checked_row_fact(row)
 
@@ -93,14 +93,15 @@ def test_the_usual_rows_of_a_mirror_take_the_fast_path_and_keep_every_field():
     # The rows this library writes (what the fast path is for), one of each kind.
     rows = [("f1", "Biscuit is allergic to chicken", "home/pets", 0.8, 1_700_000_000, 2,
              '{"urls": ["https://vet.example"]}', "manual", 1_700_000_100.5, None, 3,
-             1_700_000_200.0, 1_700_000_150.0, 1_700_000_200.0, None),
+             1_700_000_200.0, 1_700_000_150.0, 1_700_000_200.0, None, 1_700_000_180.0),
             ("f2", "陈莉 likes jasmine tea", "people/friends", None, 1_600_000_000, None, None,
-             None, None, "f1", None, None, 0, 0, None)]
+             None, None, "f1", None, None, 0, 0, None, 0)]
     for row in rows:
         fast = _usual_row_fact(row)
         assert fast is not None and fast == _checked_row_fact(row)
     first = _usual_row_fact(rows[0])
     assert (first.pinned, first.private, first.access_count, first.tier) == (True, True, 2, "cold")
     assert first.metadata.urls == ["https://vet.example"] and first.last_access == 1_700_000_100.5
+    assert first.superseded_changed_at == 1_700_000_180.0
     second = _usual_row_fact(rows[1])
     assert (second.importance, second.source, second.superseded_by) == (0.5, "legacy", "f1")

@@ -172,7 +172,7 @@ def test_export_carries_changed_at_and_an_older_export_still_imports(mem, tmp_pa
     assert set(fact_line) == {"type", "id", "text", "category", "importance", "created_at",
                               "last_access", "access_count", "metadata", "source", "tier",
                               "superseded_by", "versions", "pinned", "private", "changed_at",
-                              "content_changed_at", "flags_changed_at"}
+                              "content_changed_at", "flags_changed_at", "superseded_changed_at"}
     with Memory.open("sam", home=tmp_path / "fresh") as fresh:
         fresh.import_jsonl(io.StringIO(first))
         assert {f.id: f.changed_at for f in fresh.facts()} == times

@@ -78,16 +78,19 @@ def due_mode(now: float, last: dict[str, Optional[float]], started: float,
     """The consolidation to run now, if any: the biggest one due (pure).
 
     `last[mode]` is when that mode or a bigger one last ran (None: never). Daily and monthly
-    that never ran count from `started`, so a first start does not run them at once."""
+    that never ran count from `started`, so a first start does not run them at once. A last
+    run later than now (the clock was ahead then and has been set right since) is due now:
+    waiting for the real date to catch up would skip a year of consolidations."""
     monthly = last.get("monthly") or started
-    if (local_date(now).year, local_date(now).month) > \
-            (local_date(monthly).year, local_date(monthly).month):
+    month_now = (local_date(now).year, local_date(now).month)
+    month_last = (local_date(monthly).year, local_date(monthly).month)
+    if month_now != month_last:
         return "monthly"
     daily = last.get("daily") or started
-    if local_date(now) > local_date(daily):
+    if local_date(now) != local_date(daily):
         return "daily"
     quick = last.get("quick")
-    if quick is None or now - quick >= quick_every:
+    if quick is None or now - quick >= quick_every or quick > now + quick_every:
         return "quick"
     return None
 
@@ -97,7 +100,7 @@ class Service:
 
     def __init__(self, mem: "Memory", *, heartbeat: float = HEARTBEAT,
                  quick_every: float = QUICK_EVERY, consolidate: bool = True, sync: bool = True,
-                 retry_min: float = RETRY_MIN, clock: Callable[[], float] = time.time,
+                 retry_min: float = RETRY_MIN, clock: Optional[Callable[[], float]] = None,
                  logger: logging.Logger = log, relay: Optional[Relay] = None):
         if heartbeat <= 0 or quick_every <= 0 or retry_min <= 0:
             from evoclaw_memory.errors import ValidationError
@@ -108,12 +111,14 @@ class Service:
         self.consolidate_on = consolidate
         self.sync_on = sync
         self.retry_min = min(float(retry_min), self.heartbeat)
-        self.clock = clock
+        # The memory's own time by default (corrected by the cloud's, store/cloud_time.py):
+        # the schedule compares it with the stamps consolidations leave.
+        self.clock = clock if clock is not None else mem.clock
         self.log = logger
         self.relay = relay
         self.stop_event = threading.Event()
         self.stop_reason = ""
-        self.started = clock()
+        self.started = self.clock()
         self.next_sync = self.started
         self.backoff: Optional[float] = None
         self.offline_attempts = 0

@@ -94,6 +94,9 @@ def _checked_row_fact(row: tuple) -> Fact:
         for i, name in ((2, "content_changed_at"), (3, "flags_changed_at")))
     # From cloud schema 10 on: who said it (NULL on older rows and on an older release's).
     speaker = validate.speaker(rest[4]) if len(rest) > 4 else None
+    # From cloud schema 11 on: the supersession's own clock.
+    link_changed = validate.timestamp("cloud fact superseded_changed_at", rest[5]) \
+        if len(rest) > 5 and rest[5] else 0.0
     created = cloud_seconds(created_at)
     # The same checks as every other entry point: a row another device (or an old release)
     # wrote with a value this device could not store again is skipped with its reason.
@@ -112,7 +115,7 @@ def _checked_row_fact(row: tuple) -> Fact:
                                                                   superseded_by, max_len=64),
                 pinned=bool(flags & 1), private=bool(flags & 2), changed_at=changed,
                 content_changed_at=content_changed, flags_changed_at=flags_changed,
-                speaker=speaker)
+                speaker=speaker, superseded_changed_at=link_changed)
 
 
 def _row_metadata(metadata) -> Metadata:
@@ -126,17 +129,17 @@ def _row_metadata(metadata) -> Metadata:
 
 
 def _usual_row_fact(row: tuple) -> Optional[Fact]:
-    """The row of the current cloud schema (15 columns) whose every value is of the usual
+    """The row of the current cloud schema (16 columns) whose every value is of the usual
     kind, decoded with inline tests that each imply the validator's own and give the same
     value (the text and the category go through their validators); None for anything else,
     which _checked_row_fact then checks in full (and names what is wrong). A mirror opens
     100,000 rows: the twelve validator calls per row were ~40% of the time spent decoding
     them. tests/test_cloud_codec_rows.py checks both give the same Fact, or the fast one
     gives None, on rows built from every edge of every column."""
-    if len(row) != 15:
+    if len(row) != 16:
         return None
     (fid, text, category, importance, created_at, access_count, metadata, source, last_access,
-     superseded_by, flags, changed, content_changed, flags_changed, speaker) = row
+     superseded_by, flags, changed, content_changed, flags_changed, speaker, link_changed) = row
     source = source or "legacy"          # (the original skill wrote none)
     if speaker is not None or not (_plain_id(fid) and _plain_id(source)
                                    and (superseded_by is None or _plain_id(superseded_by))):
@@ -163,7 +166,7 @@ def _usual_row_fact(row: tuple) -> Optional[Fact]:
     elif type(flags) is not int or not 0 <= flags <= 3:
         return None
     clocks = []
-    for clock in (changed, content_changed, flags_changed):
+    for clock in (changed, content_changed, flags_changed, link_changed):
         if not clock:
             clocks.append(0.0)
         elif type(clock) in (int, float) and 0 <= clock < validate.EPOCH_MAX:
@@ -182,7 +185,7 @@ def _usual_row_fact(row: tuple) -> Optional[Fact]:
     return Fact(fid, text, category, importance, created,
                 float(last_access), access_count, _row_metadata(metadata), source, "cold",
                 superseded_by, bool(flags & 1), bool(flags & 2), clocks[0], clocks[1], clocks[2],
-                None)
+                None, clocks[3])
 
 
 def _plain_id(value) -> bool:
@@ -214,7 +217,8 @@ class PlainCodec:
                 _whole_seconds(fact.created_at), fact.access_count,
                 _encoder.encode(fact.metadata).decode(), fact.source, fact.last_access,
                 fact.superseded_by, device_id, fact_flags(fact), fact.changed_at,
-                fact.content_changed_at, fact.flags_changed_at, fact.speaker)
+                fact.content_changed_at, fact.flags_changed_at, fact.speaker,
+                fact.superseded_changed_at)
 
     def fact(self, row: tuple) -> Fact:
         return fact_from_row(row)
@@ -262,7 +266,8 @@ class SealedCodec(PlainCodec):
         return (fact.id, agent_id, self.ring.seal(fact.text, fact.id, "text", clear), category,
                 importance, created_at, fact.access_count, meta, fact.source,
                 fact.last_access, fact.superseded_by, device_id, flags, fact.changed_at,
-                fact.content_changed_at, fact.flags_changed_at, speaker)
+                fact.content_changed_at, fact.flags_changed_at, speaker,
+                fact.superseded_changed_at)
 
     def fact(self, row: tuple) -> Fact:
         fid, text, category, importance, created_at, access_count, meta, *rest = row

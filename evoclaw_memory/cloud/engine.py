@@ -27,6 +27,7 @@ from evoclaw_memory.cloud.remote import Remote
 BATCH_SIZE = 500             # facts per request: keeps one request well under a megabyte
 PULL_PAGE = 200              # rows of each feed one push brings back
 MAX_CONFLICT_ROUNDS = 5      # merges in one sync before giving up (another device is busy)
+MAX_MERGE_ROUNDS = 3         # rounds in one sync that push a merge of facts the cloud kept
 OUTBOX_MAX_FACTS = 100_000   # offline queue bound; past it, facts are re-sent from the store
 
 KV_REMOTE_VERSION = "sync.remote_version"
@@ -85,11 +86,8 @@ def device_id(store: LocalStore) -> str:
     found = store.get_setting(KV_DEVICE_ID)
     if found:
         return found
-    import secrets
-    new = "dev-" + secrets.token_hex(6)
     with store.transaction():
-        store.set_setting(KV_DEVICE_ID, new)
-    return new
+        return store.device_id()
 
 
 def device_name(store: LocalStore) -> str:
@@ -196,6 +194,7 @@ class SyncEngine:
         report = SyncReport()
         compact_outbox(self.store, OUTBOX_MAX_FACTS)
         conflicts = 0
+        merge_rounds = 0
         refreshed = False
         while True:
             entries = self.store.outbox_entries(limit=self.batch_size + 1)
@@ -226,6 +225,7 @@ class SyncEngine:
             tomb_cursor = int(self.store.get_setting(KV_TOMBSTONE_CURSOR) or 0)
             change_cursor = int(self.store.get_setting(KV_CHANGE_CURSOR) or 0)
             # Unavailable propagates: nothing was acknowledged, the outbox keeps the work.
+            sent_at = self._device_time()
             try:
                 result = self.remote.push(self.agent_id, self.device_id, self.device_name,
                                           facts, state, expected, cursor,
@@ -265,6 +265,11 @@ class SyncEngine:
                     # state we acknowledged from another one under the same version number.
                     self.store.set_setting(KV_STATE_NONCE, result.nonce or "")
                 self.store.set_setting(KV_LAST_PUSH, repr(time.time()))
+                if result.cloud_now is not None and sent_at is not None:
+                    # The cloud's clock against ours, at the middle of the request.
+                    answered_at = self._device_time() or sent_at
+                    self.store.note_clock_offset(result.cloud_now - (sent_at + answered_at) / 2,
+                                                 result.cloud_now)
                 if on_acknowledged is not None:
                     on_acknowledged()
                     on_acknowledged = None
@@ -287,6 +292,17 @@ class SyncEngine:
             if took:
                 self._apply_pulled(report, pulled, changed, result.tombstones, cursors,
                                    (cursor, change_cursor, tomb_cursor))
+            if result.kept and hasattr(self.local, "apply_changes"):
+                # Pushed facts the cloud did not take whole (another device changed a part
+                # later, or superseded them): merged here part by part; a merge newer than the
+                # cloud's row is queued and goes in the next round of this sync.
+                with self.store.transaction(), self.store.state_deferred():
+                    report.changed += self.local.apply_changes(result.kept)
+                merge_rounds += 1
+                if merge_rounds > MAX_MERGE_ROUNDS:
+                    # A merge newer in every part is always taken, so this needs a cloud that
+                    # keeps moving a row under us; the merges stay queued for the next sync.
+                    break
             if result.remote is not None and result.remote.state is not None:
                 # Another device wrote a newer state (or won the race): merge, then push the
                 # merge if it differs from theirs, against their version.
@@ -336,6 +352,12 @@ class SyncEngine:
         report.outbox_depth = self.store.outbox_depth()
         report.seconds = round(time.perf_counter() - started, 4)
         return report
+
+    def _device_time(self) -> Optional[float]:
+        """This device's own clock, uncorrected (a test's or a host's own, as its memory
+        reads it before the cloud's offset: store/cloud_time.py)."""
+        clock = getattr(self.local, "device_clock", None)
+        return float(clock()) if callable(clock) else None
 
     def _resync_page(self, limit: int) -> tuple[list[Fact], tuple[int, bool]]:
         """The next page of every local fact, for an outbox that overflowed while offline, and

@@ -2,7 +2,9 @@
 
 Fields (identity, owner_profile) keep their newest change, by the per-field `clock`.
 Lists (lessons, events, tasks, projects) are merged by entry id, the newer entry winning; an
-entry removed on either side (a `removed:<id>` tombstone) stays removed. The result is pruned
+entry removed on either side (a `removed:<id>` tombstone: a task done, an entry pruned) stays
+removed whatever its own time says (a task due next week is done today). Clocks are stamped
+past the value a device knew (tiers.hot), so a change made after seeing another one wins. The result is pruned
 to the usual limits, so a merge can never break one.
 """
 
@@ -27,7 +29,8 @@ def merge_hot(local: HotState, remote: HotState, now: float) -> HotState:
     for field in Identity.__struct_fields__:
         mine, theirs = getattr(local.identity, field), getattr(remote.identity, field)
         key = f"identity.{field}"
-        ident[field] = mine if local.clock.get(key, 0) >= remote.clock.get(key, 0) else theirs
+        ident[field] = mine if _newer_or_same(local.clock.get(key, 0), remote.clock.get(key, 0),
+                                              mine, theirs) else theirs
         if ident[field] is None:
             ident[field] = mine if mine is not None else theirs
     merged.identity = Identity(**ident)
@@ -35,7 +38,9 @@ def merge_hot(local: HotState, remote: HotState, now: float) -> HotState:
     profile: dict = {}
     for field in set(local.owner_profile) | set(remote.owner_profile):
         key = f"owner_profile.{field}"
-        newest_is_local = local.clock.get(key, 0) >= remote.clock.get(key, 0)
+        newest_is_local = _newer_or_same(local.clock.get(key, 0), remote.clock.get(key, 0),
+                                         local.owner_profile.get(field),
+                                         remote.owner_profile.get(field))
         source = local if newest_is_local else remote
         if field in source.owner_profile:
             profile[field] = source.owner_profile[field]
@@ -45,8 +50,8 @@ def merge_hot(local: HotState, remote: HotState, now: float) -> HotState:
     def union(mine: list, theirs: list) -> list:
         by_id: dict = {}
         for entry in list(theirs) + list(mine):
-            if f"removed:{entry.id}" in clock and clock[f"removed:{entry.id}"] >= entry.timestamp:
-                continue
+            if f"removed:{entry.id}" in clock:
+                continue                # sticky: a completed task never comes back
             current = by_id.get(entry.id)
             if current is None or entry.timestamp >= current.timestamp:
                 by_id[entry.id] = entry
@@ -58,6 +63,14 @@ def merge_hot(local: HotState, remote: HotState, now: float) -> HotState:
     merged.active_context.tasks = union(ctx.tasks, rctx.tasks)
     merged.active_context.projects = union(ctx.projects, rctx.projects)
     return hot_rules.prune(merged, now)
+
+
+def _newer_or_same(mine: float, theirs: float, my_value, their_value) -> bool:
+    """Whether this device's value of a field wins: the later change, and between two
+    changes stamped alike (truly concurrent) the same one on every device (by value)."""
+    if mine != theirs:
+        return mine > theirs
+    return repr(my_value) >= repr(their_value)
 
 
 def merge_tree(local: list[TreeNode], remote: list[TreeNode]) -> list[TreeNode]:

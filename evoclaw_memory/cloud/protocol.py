@@ -22,6 +22,9 @@ class RemoteState(msgspec.Struct):
     device_id: Optional[str]
     state: Optional[CriticalState]
     updated_at: float = 0.0
+    # The cloud's clock when it answered (None from a cloud that cannot tell): a restoring
+    # device learns its own clock's offset from it, as a syncing one does from a push.
+    cloud_now: Optional[float] = None
 
 
 class PushResult(msgspec.Struct):
@@ -42,6 +45,11 @@ class PushResult(msgspec.Struct):
     # The newest rowid of the archive, seq of the change feed, rowid of the tombstones, as
     # the push left them: where the pull cursors go once nothing of others' lies before.
     tops: tuple[int, int, int] = (0, 0, 0)
+    # Pushed facts the cloud did not take whole (another device changed a part later, or
+    # superseded the fact), as the cloud now holds them: the device merges them part by part
+    # and pushes the merge (issue 26). Rows that did not open are left out.
+    kept: list[Fact] = []
+    cloud_now: Optional[float] = None        # the cloud's clock while it ran this push
 
 
 class ArchiveCounts(msgspec.Struct):
@@ -73,7 +81,8 @@ class Remote(Protocol):
              revived: Sequence[str] = (), tombstones_after: Optional[int] = None,
              changes_after: Optional[int] = None) -> PushResult: ...
 
-    def pull_state(self, agent_id: str) -> Optional[RemoteState]: ...
+    def pull_state(self, agent_id: str) -> Optional[RemoteState]:
+        """The state row (its `state` None when the cloud has none), with the cloud's time."""
 
     def fetch_facts(self, agent_id: str, after_rowid: int, limit: int) -> list[tuple[int, Fact]]: ...
 

@@ -24,8 +24,10 @@ import msgspec
 
 from evoclaw_memory.cloud.codec import CriticalState, PlainCodec
 from evoclaw_memory.cloud.sql import SqlExecutor, Stmt
-from evoclaw_memory.cloud.statements import (BUCKET, CAS_STATE, CLEAR_SUPERSEDED, DELETE_FORGOTTEN,
-                                             DEVICE_AND_TOPS, FACT_COLS, ROWID_MARK,
+from evoclaw_memory.store.change_clock import micros
+from evoclaw_memory.cloud.statements import (BUCKET, CAS_STATE, CLEAR_SUPERSEDED, CLOUD_NOW, CLOUD_NOW_VALUE,
+                                             DELETE_FORGOTTEN, DEVICE_AND_TOPS, FACT_COLS, KEPT,
+                                             ROWID_MARK,
                                              LOG_CHANGES, MAX_CHANGE_SEQ, PAGE_AS_JSON, PAGE_AS_ROWS,
                                              PULL_CHANGES, PULL_NEW, PULL_TOMBSTONES, READ_BACK_STATE, ROW,
                                              STATEMENT_SPLIT, TOMBSTONE_IDS, UNLOG_FORGOTTEN, UPSERT_FACTS,
@@ -94,6 +96,9 @@ class SqlRemote:
         self._schema_checked = False
         self._migrating = False
         self.schema_version: Optional[int] = None   # verified by ensure_schema in this process
+        # Whether the database's "now" is a clock of its own (a server's) that devices learn
+        # their offset from; a local file's is the reading device's (FileExecutor).
+        self.has_clock = bool(getattr(executor, "has_clock", True))
 
     def assume_schema(self) -> None:
         """Skip the schema check: this device verified this cloud's schema before (a missing
@@ -209,7 +214,10 @@ class SqlRemote:
                                *guard_args)))
         if facts:
             # Which pushed facts change a row another device may hold: before the upserts.
-            versions = msgspec.json.encode([[f.id, f.changed_at, f.superseded_by] for f in facts]).decode()
+            versions = msgspec.json.encode([[f.id, micros(f.content_changed_at),
+                                              micros(f.flags_changed_at), f.superseded_by,
+                                              micros(f.superseded_changed_at)]
+                                             for f in facts]).decode()
             stmts.append(Stmt(LOG_CHANGES.format(guard=revoked),
                               (agent_id, device_id, versions, agent_id, *guard_args)))
         for start in range(0, len(facts), UPSERT_ROWS):
@@ -221,6 +229,9 @@ class SqlRemote:
                 args += self.codec.fact_args(agent_id, device_id, fact)
             stmts.append(Stmt(UPSERT_FACTS.format(rows=", ".join([ROW] * len(chunk)),
                                                    guard=revoked), (*args, *guard_args, agent_id)))
+        kept_at = len(stmts)
+        if facts:
+            stmts.append(Stmt(KEPT, (versions, agent_id)))
         new_version = expected_version + 1
         # A nonce per push, not per attempt: the client's own retry of this request after a
         # lost answer carries the same one, so a commit it cannot see still counts as ours.
@@ -247,9 +258,11 @@ class SqlRemote:
             READ_BACK_STATE,
             (new_version if state is not None else expected_version, nonce, nonce, agent_id)))
         stmts.append(Stmt(DEVICE_AND_TOPS, (agent_id, device_id, agent_id, agent_id)))
+        stmts.append(Stmt(CLOUD_NOW))
         stmts.append(Stmt(PULL_NEW, (agent_id, pull_after, device_id, pull_limit)))
         results = self.sql.transaction(stmts)
-        state_rows, device_rows, pulled_rows = results[-3].rows, results[-2].rows, results[-1].rows
+        state_rows, device_rows, pulled_rows = results[-4].rows, results[-3].rows, results[-1].rows
+        cloud_now = results[-2].rows[0][0] if results[-2].rows and self.has_clock else None
         unreadable: list[tuple[int, str]] = []
         unreadable_changes: list[tuple[int, str]] = []
         needs_keys = False
@@ -285,17 +298,22 @@ class SqlRemote:
                           self._paged(results[changes_at].rows, unreadable_changes),
                           unreadable_changes=unreadable_changes,
                           tops=(int(device_rows[0][2] or 0), int(device_rows[0][3] or 0),
-                                int(device_rows[0][4] or 0)))
+                                int(device_rows[0][4] or 0)),
+                          kept=self._facts(results[kept_at].rows) if facts else [],
+                          cloud_now=float(cloud_now) if cloud_now is not None else None)
 
     def pull_state(self, agent_id: str) -> Optional[RemoteState]:
         self._ready()
-        rows = self.sql.execute("SELECT version, device_id, data, updated_at FROM critical_state "
-                                "WHERE agent_id = ?", (agent_id,)).rows
-        if not rows:
-            return None
-        version, writer, data, updated = rows[0]
-        return RemoteState(version=int(version or 0), device_id=writer, state=self.codec.state(data),
-                           updated_at=float(updated or 0))
+        # One row whether or not the agent has a state: the cloud's clock comes with it.
+        rows = self.sql.execute(f"SELECT c.version, c.device_id, c.data, c.updated_at, "
+                                f"({CLOUD_NOW_VALUE}) FROM (SELECT 1) LEFT JOIN critical_state c "
+                                f"ON c.agent_id = ?", (agent_id,)).rows
+        version, writer, data, updated, cloud_now = rows[0]
+        cloud_now = cloud_now if self.has_clock else None
+        return RemoteState(version=int(version or 0), device_id=writer,
+                           state=self.codec.state(data) if data is not None else None,
+                           updated_at=float(updated or 0),
+                           cloud_now=float(cloud_now) if cloud_now is not None else None)
 
     def fetch_facts(self, agent_id: str, after_rowid: int, limit: int) -> list[tuple[int, Fact]]:
         """A page of the archive in rowid order (restore --full resumes from the last rowid)."""

@@ -127,18 +127,25 @@ def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool 
     store = target.store
     was_resuming = resuming(store)
     discarded = preflight(store, force, discard_unsynced)
+    device_now = _device_time(target)
     state = remote.pull_state(agent_id)
     archive = remote.count_facts(agent_id)
-    if state is None and archive == 0:
+    # The cloud's clock, not this device's: a new device whose clock is a year fast (or one
+    # back in 1970) would otherwise find every fact too old, or none old enough, for warm.
+    cloud_now = state.cloud_now if state is not None and state.cloud_now is not None \
+        else device_now
+    if (state is None or state.state is None) and archive == 0:
         raise NotFoundError(f"the cloud has no memory for agent {agent_id!r}")
     progress("state", 1, 3)
     if not was_resuming:
         # Read before the facts: every change up to it is in the rows restored below.
         change_cursor = remote.max_change_seq(agent_id)
-        chosen = _warm_facts(remote, agent_id, warm_max_bytes, decay_days, access_boost)
+        chosen = _warm_facts(remote, agent_id, warm_max_bytes, decay_days, access_boost,
+                             cloud_now)
         pull_cursor = remote.max_rowid(agent_id)
         with store.transaction():       # the old memory goes only as the restored one lands
             store.wipe(keep_settings=KEEP_ON_WIPE)
+            store.note_clock_offset(cloud_now - device_now, cloud_now)   # before any stamp
             target.install_state(state.state if state and state.state
                                  else CriticalState(hot=HotState()), keep_counts=True)
             warm = target.bulk_insert(chosen, tier_by_score=True)
@@ -160,10 +167,15 @@ def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool 
                          discarded_unsynced=discarded)
 
 
+def _device_time(target: RestoreTarget) -> float:
+    """The restoring device's own clock, uncorrected (store/cloud_time.py)."""
+    clock = getattr(target, "device_clock", None)
+    return float(clock()) if callable(clock) else time.time()
+
+
 def _warm_facts(remote: Remote, agent_id: str, warm_max_bytes: int, decay_days: float,
-                access_boost: float) -> list[Fact]:
+                access_boost: float, now: float) -> list[Fact]:
     """The facts that fit warm, best score first, fetched (nothing is written locally)."""
-    now = time.time()
     # Score the candidates from a few columns, then fetch only the facts that fit warm:
     # the rows themselves (sealed ones are twice as big) are the bulk of a restore.
     candidates = remote.recent_candidates(agent_id, now - WARM_WINDOW_DAYS * 86_400,

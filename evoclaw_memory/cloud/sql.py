@@ -95,6 +95,10 @@ def _remote_error(message: str, code: str | None) -> RemoteError:
 class FileExecutor:
     """SqlExecutor over a local SQLite file (stdlib sqlite3, WAL), thread-safe."""
 
+    # Its "now" is the reading device's own clock, not a clock of the cloud's: no offset to
+    # learn from it (store/cloud_time.py); devices on a file cloud keep their own clocks.
+    has_clock = False
+
     def __init__(self, path: str | os.PathLike, *, busy_timeout: float = 10.0):
         self.path = Path(path)
         try:

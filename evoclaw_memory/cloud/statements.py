@@ -11,7 +11,7 @@ STATEMENT_SPLIT = re.compile(r";\s*(?:--[^\n]*)?\n")
 
 FACT_COLS = ("id, text, category, importance, created_at, access_count, metadata, source, "
               "last_access, superseded_by, flags, changed_at, content_changed_at, flags_changed_at, "
-              "speaker")
+              "speaker, superseded_changed_at")
 # "+agent_id" keeps SQLite off the (agent_id, ...) indexes where a rowid range or an id is
 # the selective part: without statistics the planner takes agent_id = ? for ~10 rows, then
 # reads (and sorts) every fact of the agent for each page, each push and each id lookup.
@@ -23,50 +23,85 @@ PAGE_AS_JSON = f"SELECT json_group_array(json_array(rowid, {FACT_COLS})) FROM ({
 # bucket width, both in SQLite's integer division. One "?" for the width.
 BUCKET = ("CAST(CASE WHEN created_at > 1000000000000 THEN created_at / 1000 ELSE created_at "
            "END AS INTEGER) / ?")
-# Upsert by id. Counters only move forwards. Content and flags follow the rule of issue 18
-# (README "Changes on several devices"): a row is replaced only by a version at least as new
-# by its changed_at (the device's clock of the fact's last change; ties keep the newer
-# counters), so a device pushing an older version of a fact another device changed since
-# changes nothing; it pulls the newer one through cold_changes in the same request.
-UPSERT_ROWS = 50           # facts per INSERT statement (17 values each, well under SQLite's cap)
-ROW = "(" + ", ".join("?" * 17) + ")"
+# A clock column in whole microseconds (store/change_clock.py), to compare with the pushed
+# versions' JSON: a REAL parsed from text may differ in its last bit, never by a microsecond.
+def _us(column: str) -> str:
+    return f"CAST(round({column} * 1000000.0) AS INTEGER)"
+
+
+# Upsert by id. Counters only move forwards. A row is replaced only by a version that is at
+# least as new in every part (README "Changes on several devices", issue 26): its content
+# (text, category, importance, metadata) by content_changed_at, its flags (pin, privacy) by
+# flags_changed_at, its supersession by superseded_changed_at (sticky on a tie). Two
+# versions of a part stamped alike are the same version (store/change_clock.py), so "at least
+# as new" is "newer or the same". A sealed row authenticates its clear values together, so
+# the cloud cannot mix the parts of two versions: a version newer in one part and older in
+# another is left out here and comes back to its device (KEPT), which merges the two part by
+# part and pushes the merge (newest in every part) in the next round of the same sync.
+# A version older in every part changes nothing; its device pulls the newer one.
+UPSERT_ROWS = 50           # facts per INSERT statement (18 values each, well under SQLite's cap)
+ROW = "(" + ", ".join("?" * 18) + ")"
+DOMINATES = ("excluded.content_changed_at >= cold_memories.content_changed_at AND "
+             "excluded.flags_changed_at >= cold_memories.flags_changed_at AND "
+             "excluded.superseded_changed_at >= cold_memories.superseded_changed_at AND "
+             # two supersessions stamped alike: the link over none (sticky)
+             "(excluded.superseded_changed_at > cold_memories.superseded_changed_at OR "
+             "excluded.superseded_by IS NOT NULL OR cold_memories.superseded_by IS NULL)")
 UPSERT_FACTS = (
     "INSERT INTO cold_memories (id, agent_id, text, category, importance, created_at, "
     "access_count, metadata, source, last_access, superseded_by, device_id, flags, changed_at, "
-    "content_changed_at, flags_changed_at, speaker) "
+    "content_changed_at, flags_changed_at, speaker, superseded_changed_at) "
     "SELECT * FROM (VALUES {rows}) WHERE NOT EXISTS ({guard}) "
     # A forgotten fact stays forgotten: a device that has not pulled the tombstone yet (or
     # replays an old push) cannot upsert it back. One "?" for the agent id, after the guard's.
     "AND NOT EXISTS (SELECT 1 FROM cold_tombstones t WHERE t.agent_id = ? AND t.id = column1) "
     "ON CONFLICT(id) DO UPDATE SET category = excluded.category, text = excluded.text, "
     "metadata = excluded.metadata, importance = excluded.importance, "
-    "created_at = excluded.created_at, flags = excluded.flags, changed_at = excluded.changed_at, "
+    "created_at = excluded.created_at, flags = excluded.flags, "
+    "changed_at = max(cold_memories.changed_at, excluded.changed_at), "
     "content_changed_at = excluded.content_changed_at, "
     "flags_changed_at = excluded.flags_changed_at, "
+    "superseded_changed_at = excluded.superseded_changed_at, "
     # Who said a fact does not change; a version without one (an older device's) keeps it.
     "speaker = coalesce(excluded.speaker, cold_memories.speaker), "
     "access_count = max(cold_memories.access_count, excluded.access_count), "
     "last_access = max(coalesce(cold_memories.last_access, 0), excluded.last_access), "
-    "superseded_by = coalesce(excluded.superseded_by, cold_memories.superseded_by) "
-    # A sealed row authenticates importance, created_at and superseded_by (enc:v2), so they
-    # change together with the sealed values; a device that has not seen a supersession
-    # leaves the superseded row as it is rather than pair its values with the old link
-    # (a supersession is undone only by an explicit unsupersede, CLEAR_SUPERSEDED).
-    "WHERE cold_memories.agent_id = excluded.agent_id AND "
-    "excluded.changed_at >= cold_memories.changed_at AND "
-    "(excluded.superseded_by IS NOT NULL OR cold_memories.superseded_by IS NULL)")
+    "superseded_by = excluded.superseded_by "
+    f"WHERE cold_memories.agent_id = excluded.agent_id AND {DOMINATES}")
+# The pushed facts the cloud holds otherwise than pushed, after the upserts (see above): the
+# row as it stands, for the device to merge. "?" order: the pushed versions as JSON
+# ([[id, content µs, flags µs, superseded_by, supersession µs], ...]), agent_id.
+KEPT = ("SELECT " + ", ".join("m." + c.strip() for c in FACT_COLS.split(",")) +
+        " FROM json_each(?) j CROSS JOIN cold_memories m ON m.id = json_extract(j.value, '$[0]') "
+        f"AND +m.agent_id = ? WHERE {_us('m.content_changed_at')} != json_extract(j.value, '$[1]') "
+        f"OR {_us('m.flags_changed_at')} != json_extract(j.value, '$[2]') OR "
+        "m.superseded_by IS NOT json_extract(j.value, '$[3]') OR "
+        f"{_us('m.superseded_changed_at')} != json_extract(j.value, '$[4]')")
+# The cloud's clock, read in the push's own request: each device learns how far off its own
+# clock is (SqlRemote.push, SyncEngine) at no extra round trip. julianday works on every
+# SQLite (unixepoch('subsec') needs 3.42).
+CLOUD_NOW_VALUE = "(julianday('now') - 2440587.5) * 86400.0"
+CLOUD_NOW = f"SELECT {CLOUD_NOW_VALUE}"
 # The change feed (cloud migration 0008), before the upserts of the same push: every pushed
-# fact whose row exists with an older changed_at gets a new seq under this device. New rows
-# are not listed (other devices pull them by rowid), nor resends, re-seals or counter bumps
-# (same changed_at). "?" order: agent_id, device_id, [[id, changed_at], ...] as JSON,
-# agent_id, then the revoked guard.
+# fact whose row the upsert will replace with a newer part gets a new seq under this device.
+# New rows are not listed (other devices pull them by rowid), nor resends, re-seals or counter
+# bumps (the same clocks): the rule of DOMINATES, on the clocks in microseconds. "?" order:
+# agent_id, device_id, the pushed versions as JSON (as KEPT's), agent_id, the revoked guard.
 # CROSS JOIN keeps the pushed ids outside and looks each row up by its id: left to itself
 # the planner walks every row of the agent and the JSON for each (a push 50% slower at 1k).
 LOG_CHANGES = ("INSERT OR REPLACE INTO cold_changes (agent_id, id, device_id) "
                "SELECT ?, m.id, ? FROM json_each(?) j CROSS JOIN cold_memories m "
                "ON m.id = json_extract(j.value, '$[0]') AND +m.agent_id = ? "
-               "WHERE json_extract(j.value, '$[1]') > m.changed_at AND "
-               "(json_extract(j.value, '$[2]') IS NOT NULL OR m.superseded_by IS NULL) "
+               f"WHERE json_extract(j.value, '$[1]') >= {_us('m.content_changed_at')} AND "
+               f"json_extract(j.value, '$[2]') >= {_us('m.flags_changed_at')} AND "
+               f"json_extract(j.value, '$[4]') >= {_us('m.superseded_changed_at')} AND "
+               f"(json_extract(j.value, '$[1]') > {_us('m.content_changed_at')} OR "
+               f"json_extract(j.value, '$[2]') > {_us('m.flags_changed_at')} OR "
+               f"json_extract(j.value, '$[4]') > {_us('m.superseded_changed_at')} OR "
+               "(json_extract(j.value, '$[3]') IS NOT NULL AND m.superseded_by IS NULL)) AND "
+               # (DOMINATES: a supersession stamped alike is kept over none)
+               f"(json_extract(j.value, '$[4]') > {_us('m.superseded_changed_at')} OR "
+               "json_extract(j.value, '$[3]') IS NOT NULL OR m.superseded_by IS NULL) "
                "AND NOT EXISTS ({guard})")
 # Other devices' changes after this device's change cursor, as the rows now stand (read
 # after this push's own upserts, so a version of ours that lost comes back as the winner).

@@ -68,6 +68,8 @@ class ExportedFact(msgspec.Struct, tag_field="type", tag="fact", forbid_unknown_
     # Who said it (issue 13). UNSET (absent from the line) when nobody did, so a fact without
     # one exports exactly as before; older exports have none.
     speaker: Union[Optional[str], msgspec.UnsetType] = msgspec.UNSET
+    # The supersession's own clock (local migration 0013); older exports have none: read as 0.
+    superseded_changed_at: float = 0.0
 
 
 _encoder = msgspec.json.Encoder()
@@ -109,7 +111,8 @@ def export(mem: "OwnerControl", target: Union[str, Path, IO[str]], fmt: str) -> 
                 f.id, f.text, f.category, f.importance, f.created_at, f.last_access,
                 f.access_count, f.metadata, f.source, f.tier, f.superseded_by,
                 versions.get(f.id, []), f.pinned, f.private, f.changed_at,
-                f.content_changed_at, f.flags_changed_at, f.speaker or msgspec.UNSET)))
+                f.content_changed_at, f.flags_changed_at, f.speaker or msgspec.UNSET,
+                f.superseded_changed_at)))
             written += 1
             if len(buffer) >= 5_000:
                 out.write(b"\n".join(buffer).decode() + "\n")
@@ -160,6 +163,7 @@ def _check(fact: ExportedFact, line: int) -> ExportedFact:
         validate.timestamp("changed_at", fact.changed_at)
         validate.timestamp("content_changed_at", fact.content_changed_at)
         validate.timestamp("flags_changed_at", fact.flags_changed_at)
+        validate.timestamp("superseded_changed_at", fact.superseded_changed_at)
         fact.speaker = validate.speaker(fact.speaker) if fact.speaker else msgspec.UNSET
         for v in fact.versions:
             validate.text("version text", v.text, max_len=FACT_MAX_TEXT)
@@ -223,7 +227,8 @@ def import_jsonl(mem: "OwnerControl", source: Union[str, Path, IO[str]]) -> dict
                     metadata=item.metadata, source=item.source, tier=item.tier,
                     superseded_by=item.superseded_by, pinned=item.pinned, private=item.private,
                     changed_at=item.changed_at, content_changed_at=item.content_changed_at,
-                    flags_changed_at=item.flags_changed_at, speaker=item.speaker or None)
+                    flags_changed_at=item.flags_changed_at, speaker=item.speaker or None,
+                    superseded_changed_at=item.superseded_changed_at)
         key, body = key_and_body_of(fact)
         rows.append(LocalStore.bulk_row(fact, key, fact_size(fact.text, fact.metadata), body))
         versions += [(item.id, v.version, v.text, v.category, v.importance,

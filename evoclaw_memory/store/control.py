@@ -219,7 +219,7 @@ class ControlKeeper:
             store.conn.execute("INSERT INTO outbox (kind, ref, created_at) VALUES ('revive', ?, ?) "
                                "ON CONFLICT(kind, ref) DO UPDATE SET version = version + 1",
                                (fact.id, now))
-            store.enqueue_change(fact.id, now)
+            store.enqueue_change(fact.id, now, part="supersession")
             store.enqueue_state(now)
             store.audit("unsupersede", fact.id, f"was superseded by {fact.superseded_by} "
                         f"actor={actor}", now)

@@ -67,8 +67,8 @@ class FullTextMixin:
         # other constraint still fails loudly.
         inserted = self.conn.executemany(
             f"INSERT INTO facts (rowid, {FACT_COLUMNS}, norm_key, size, pinned, private, "
-            "changed_at, content_changed_at, flags_changed_at, speaker) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "changed_at, content_changed_at, flags_changed_at, speaker, superseded_changed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (id) DO NOTHING",
             [(start + i, *values) for i, (values, _) in enumerate(rows)]).rowcount
         bodies = [(start + i, body) for i, (_, body) in enumerate(rows)]

@@ -31,6 +31,7 @@ def insert_pulled(warm: WarmKeeper, facts: list[Fact], now: float) -> int:
             if known is not None or store.conn.execute(
                     "SELECT 1 FROM forgotten WHERE id = ?", (fact.id,)).fetchone():
                 continue        # known, or forgotten here (its tombstone may not be out yet)
+            fact = not_from_the_future(fact, now)
             category = tree.ensure_category(tree_rules.validate_path(fact.category), now)
             tier = "cold" if not fact.pinned and warm.belongs_in_cold(
                 fact.importance, fact.created_at, fact.access_count, now) else "warm"
@@ -41,6 +42,19 @@ def insert_pulled(warm: WarmKeeper, facts: list[Fact], now: float) -> int:
         if added:
             warm.evict_over_cap(now)
     return added
+
+
+FUTURE_SLACK = 300.0      # seconds a stamp may run ahead of now (clocks and round trips)
+
+
+def not_from_the_future(fact: Fact, now: float) -> Fact:
+    """`fact` with a creation or last use later than now (made by a device whose clock ran
+    ahead before it ever synced) moved back to now: a fact stamped 2100 would otherwise never
+    age on any device."""
+    if fact.created_at <= now + FUTURE_SLACK and fact.last_access <= now + FUTURE_SLACK:
+        return fact
+    return msgspec.structs.replace(fact, created_at=min(fact.created_at, now),
+                                   last_access=min(fact.last_access, now))
 
 
 def _adopt_flags(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> None:
@@ -63,15 +77,14 @@ def apply_changed(warm: WarmKeeper, facts: list[Fact], now: float) -> int:
     how many local facts changed.
 
     The rule (README "Changes on several devices", merge_versions): the content (text,
-    category, importance, metadata, supersession) comes from the version whose content
-    changed later, the flags (pin, privacy) from the one whose flags did; a supersession
-    this device has not seen is taken whatever the clocks say (the cloud keeps it too: only
-    an unsupersede undoes one). When the result is not the version the cloud holds (the two
-    devices changed different parts at once), it is queued as a change of this device, so
-    the cloud and the other devices get the merge. A forget wins over any change: its tombstone is
-    applied after these, and a fact forgotten here is never brought back. A fact this device
-    does not hold is left in the archive, unless it is pinned (the vault is on every device).
-    Nothing else is queued back: it came from the cloud."""
+    category, importance, metadata) comes from the version whose content changed later, the
+    flags (pin, privacy) from the one whose flags did, the supersession from the one whose
+    supersession did. When the result is not the version the cloud holds (the two devices
+    changed different parts at once, or ours is newer), it is queued as a change of this
+    device, so the cloud and the other devices get the merge. A forget wins over any change:
+    its tombstone is applied after these, and a fact forgotten here is never brought back. A
+    fact this device does not hold is left in the archive, unless it is pinned (the vault is
+    on every device). Nothing else is queued back: it came from the cloud."""
     store = warm.store
     changed, vault = 0, []
     with store.transaction():
@@ -82,17 +95,12 @@ def apply_changed(warm: WarmKeeper, facts: list[Fact], now: float) -> int:
                     vault.append(fact)       # insert_pulled skips what was forgotten here
                 continue
             merged = merge_versions(known, fact)
-            if merged == known:
-                if fact.changed_at > known.changed_at and _parts(known) != _parts(fact):
-                    # Both our parts are newer than the cloud's later-stamped row (another
-                    # device's merge without them): ours must replace it, stamped past it.
-                    store.enqueue_change(known.id, now, part=None)
-                continue
-            _replace(warm, known, merged, now)
-            changed += 1
-            if _parts(merged) != _parts(fact):
-                # Neither version whole (each device changed a different part): the merge
-                # goes back to the cloud, and from there to the other devices.
+            if merged is not known:
+                _replace(warm, known, merged, now)
+                changed += 1
+            if not _same_version(merged, fact):
+                # Not the cloud's version (each device changed a different part, or ours is
+                # newer): the merge goes back to the cloud, and from there to the others.
                 store.enqueue_change(known.id, now, part=None)
     return changed + (insert_pulled(warm, vault, now) if vault else 0)
 
@@ -102,38 +110,53 @@ def _flags(fact: Fact) -> tuple[bool, bool]:
 
 
 def _content(fact: Fact) -> tuple:
-    return fact.text, fact.category, fact.importance, fact.metadata, fact.superseded_by
+    return fact.text, fact.category, fact.importance, fact.metadata
 
 
 def _parts(fact: Fact) -> tuple:
-    return _content(fact), _flags(fact)
+    return _content(fact), _flags(fact), fact.superseded_by
 
 
 def merge_versions(known: Fact, pulled: Fact) -> Fact:
     """This device's version of a fact merged with another device's (README "Changes on
     several devices"): the content from the version whose content changed later, the flags
-    from the one whose flags did, each with its clock (a tie goes to the later version
-    overall); a supersession this device has not seen is taken whole whatever the clocks say
-    (a superseded fact is not pinned here, so no pin of ours goes with it).
-    Returns `known` itself when the pulled version brings nothing newer."""
-    later = pulled.changed_at > known.changed_at
+    from the one whose flags did, the supersession from the one whose supersession did (an
+    unsupersede made after seeing a supersession undoes it; an edit never touches it, so an
+    edit made without seeing one cannot), each with its clock; two changes stamped alike
+    (truly concurrent) resolve by value, the same way on every device (a supersession over
+    none: sticky). Returns `known` itself when the pulled version brings nothing newer."""
 
-    def theirs(mine: float, other: float) -> bool:
-        return other > mine or (other == mine and later)
+    def theirs(mine: float, other: float, my_value: tuple, other_value: tuple) -> bool:
+        if other != mine:
+            return other > mine
+        return repr(other_value) > repr(my_value)
 
-    unseen_supersession = pulled.superseded_by is not None and known.superseded_by is None
-    take_content = unseen_supersession or theirs(known.content_changed_at, pulled.content_changed_at)
-    take_flags = unseen_supersession or theirs(known.flags_changed_at, pulled.flags_changed_at)
-    if not (take_content or take_flags) or (
-            _parts(known) == _parts(pulled) and not later):
-        return known
+    take_content = theirs(known.content_changed_at, pulled.content_changed_at,
+                          _content(known), _content(pulled))
+    take_flags = theirs(known.flags_changed_at, pulled.flags_changed_at,
+                        _flags(known), _flags(pulled))
+    take_link = theirs(known.superseded_changed_at, pulled.superseded_changed_at,
+                       (known.superseded_by or "",), (pulled.superseded_by or "",))
     content = pulled if take_content else known
     flags = pulled if take_flags else known
-    return msgspec.structs.replace(
-        content, pinned=flags.pinned, private=flags.private,
+    link = pulled if take_link else known
+    merged = msgspec.structs.replace(
+        content, pinned=flags.pinned, private=flags.private, superseded_by=link.superseded_by,
         flags_changed_at=flags.flags_changed_at,
         content_changed_at=content.content_changed_at,
-        changed_at=max(known.changed_at, pulled.changed_at))
+        superseded_changed_at=link.superseded_changed_at,
+        changed_at=max(known.changed_at, pulled.changed_at),
+        access_count=max(known.access_count, pulled.access_count),
+        last_access=max(known.last_access, pulled.last_access),
+        speaker=known.speaker or pulled.speaker, tier=known.tier)
+    return known if _same_version(merged, known) else merged
+
+
+def _same_version(a: Fact, b: Fact) -> bool:
+    """The same parts with the same clocks (counters aside)."""
+    return _parts(a) == _parts(b) and a.content_changed_at == b.content_changed_at \
+        and a.flags_changed_at == b.flags_changed_at \
+        and a.superseded_changed_at == b.superseded_changed_at
 
 
 def _replace(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> None:
@@ -158,12 +181,13 @@ def _replace(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> None:
     key, body = key_and_body_of(new)
     conn.execute("UPDATE facts SET text = ?, category = ?, importance = ?, metadata = ?, "
                  "norm_key = ?, size = ?, superseded_by = ?, pinned = ?, private = ?, tier = ?, "
-                 "changed_at = ?, flags_changed_at = ?, access_count = ?, last_access = ?, "
-                 "speaker = ? WHERE id = ?",
+                 "changed_at = ?, flags_changed_at = ?, content_changed_at = ?, access_count = ?, "
+                 "last_access = ?, speaker = ?, superseded_changed_at = ? WHERE id = ?",
                  (new.text, new.category, new.importance, encoder.encode(new.metadata).decode(),
                   key_digest(key), fact_size(new.text, new.metadata), new.superseded_by,
                   int(new.pinned), int(new.private), new.tier, new.changed_at,
-                  new.flags_changed_at, new.access_count, new.last_access, new.speaker, known.id))
+                  new.flags_changed_at, new.content_changed_at, new.access_count,
+                  new.last_access, new.speaker, new.superseded_changed_at, known.id))
     if content:
         store.reindex_fact(known.id, body)
     # The counts hold live facts per (category, tier): take the old place out, the new one in.
@@ -195,6 +219,7 @@ def prepare_bulk(warm: WarmKeeper, facts: list[Fact], tier_by_score: bool,
     cfg = warm.config
     rows = []
     for fact in facts:
+        fact = not_from_the_future(fact, now)
         # A pinned fact lives on the device whatever its age (the vault never decays).
         cold = not fact.pinned and (not tier_by_score or belongs_in_cold(
             fact.importance, fact.created_at, fact.access_count, now,

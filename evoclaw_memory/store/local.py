@@ -101,13 +101,13 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
     def insert_fact(self, fact: Fact, norm_key: str, size: int, body: str) -> None:
         cur = self.conn.execute(
             f"INSERT INTO facts ({FACT_COLUMNS}, norm_key, size, pinned, private, changed_at, "
-            "content_changed_at, flags_changed_at, speaker) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "content_changed_at, flags_changed_at, speaker, superseded_changed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (fact.id, fact.text, fact.category, fact.importance, fact.created_at,
              fact.last_access, fact.access_count, encoder.encode(fact.metadata).decode(),
              fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size,
              int(fact.pinned), int(fact.private), fact.changed_at, fact.content_changed_at,
-             fact.flags_changed_at, fact.speaker))
+             fact.flags_changed_at, fact.speaker, fact.superseded_changed_at))
         self.conn.execute("INSERT INTO fts_pending (fact_rowid, body) VALUES (?, ?)",
                           (cur.lastrowid, body))
         self.add_aliases(cur.lastrowid, fact.text)
@@ -121,7 +121,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
                  "{}" if fact.metadata.is_empty() else encoder.encode(fact.metadata).decode(),
                  fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size,
                  int(fact.pinned), int(fact.private), fact.changed_at, fact.content_changed_at,
-                 fact.flags_changed_at, fact.speaker), body)
+                 fact.flags_changed_at, fact.speaker, fact.superseded_changed_at), body)
     def get_fact(self, fact_id: str) -> Optional[Fact]:
         row = self.conn.execute(f"SELECT {FACT_AND_FLAGS} FROM facts WHERE id = ?",
                                 (fact_id,)).fetchone()

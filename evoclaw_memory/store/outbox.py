@@ -8,9 +8,14 @@ import sqlite3
 import threading
 from typing import Any, Iterator, Optional
 
+from evoclaw_memory.store.change_clock import device_tag, next_stamp
+
 # Set (in the change's own transaction) when a change pulled from the cloud moved this
 # device's tree (a node, the counts) while the state push was held back: see state_deferred.
 KV_STATE_OWED = "sync.state_owed"
+KV_CLOCK_OFFSET = "sync.clock_offset"
+KV_DEVICE_ID = "device_id"
+CLOCK_JUMP = 300.0        # an offset change (s) that is a clock set, not drift or latency
 
 
 class OutboxMixin:
@@ -27,18 +32,62 @@ class OutboxMixin:
                           "ON CONFLICT(kind, ref) DO UPDATE SET version = version + 1",
                           (fact_id, now))
 
+    def clock_offset(self) -> float:
+        """How far the cloud's clock is ahead of this device's (seconds; 0 before any sync):
+        learnt at every sync (SyncEngine), so that the changes of a device whose clock is off
+        are stamped with the time the cloud's clock would have given them."""
+        offset = getattr(self, "_clock_offset", None)
+        if offset is None:
+            found = self.conn.execute("SELECT value FROM kv WHERE key = ?",
+                                      (KV_CLOCK_OFFSET,)).fetchone()
+            offset = self._clock_offset = float(found[0]) if found else 0.0
+        return offset
+
+    def note_clock_offset(self, offset: float, cloud_now: float) -> None:
+        """Keep the offset a sync or a restore measured, the cloud's clock reading `cloud_now`
+        (in the caller's transaction). When it moved by more than a few minutes (this
+        device's clock was set, or ran ahead before it ever synced), the facts it stamped
+        later than the cloud's now are brought back to now: they would never age."""
+        moved = abs(offset - self.clock_offset()) > CLOCK_JUMP
+        self._clock_offset = offset
+        self.conn.execute("INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
+                          "SET value = excluded.value", (KV_CLOCK_OFFSET, repr(offset)))
+        if moved:
+            self.conn.execute("UPDATE facts SET created_at = min(created_at, ?), "
+                              "last_access = min(last_access, ?) WHERE created_at > ? OR "
+                              "last_access > ?", (cloud_now, cloud_now, cloud_now + CLOCK_JUMP,
+                                                  cloud_now + CLOCK_JUMP))
+
+    def device_id(self) -> str:
+        """This device's id, made once and kept in the local database (its changes' stamps
+        end in it, store/change_clock.py; the cloud knows the device by it)."""
+        found = self.conn.execute("SELECT value FROM kv WHERE key = ?", (KV_DEVICE_ID,)).fetchone()
+        if found and found[0]:
+            return str(found[0])
+        import secrets
+        new = "dev-" + secrets.token_hex(6)
+        self.conn.execute("INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
+                          (KV_DEVICE_ID, new))
+        return str(self.conn.execute("SELECT value FROM kv WHERE key = ?",
+                                     (KV_DEVICE_ID,)).fetchone()[0])
+
     def enqueue_change(self, fact_id: str, now: float, part: Optional[str] = "content") -> None:
         """Queue a change of a stored fact (content, flags, supersession, category) for the
-        cloud and the owner's other devices: its changed_at moves on first. Never backwards,
-        and past the version this device holds (maybe another device's, from a clock ahead
-        of ours), so a change made after seeing a version always wins over that version."""
-        self.conn.execute("UPDATE facts SET changed_at = max(?, changed_at + 0.001) WHERE id = ?",
-                          (now, fact_id))
-        # The changed part's own clock moves with it ("content" or "flags"); None for a merge
-        # of two devices' versions, whose parts keep the clocks they came with.
+        cloud and the owner's other devices. The changed part's clock ("content", "flags" or
+        "supersession"; None for a merge of two devices' versions, whose parts keep the
+        clocks they came with) moves on first, to a stamp (store/change_clock.py): `now` (the
+        memory's time, corrected by the cloud's: store/cloud_time.py), and always past the
+        fact's last stamp this device holds (maybe another device's, from a clock ahead of
+        ours), so a change made after seeing a version wins over that version everywhere."""
         if part is not None:
-            column = {"content": "content_changed_at", "flags": "flags_changed_at"}[part]
-            self.conn.execute(f"UPDATE facts SET {column} = changed_at WHERE id = ?", (fact_id,))
+            column = {"content": "content_changed_at", "flags": "flags_changed_at",
+                      "supersession": "superseded_changed_at"}[part]
+            row = self.conn.execute("SELECT changed_at FROM facts WHERE id = ?",
+                                    (fact_id,)).fetchone()
+            if row is not None:
+                stamp = next_stamp(now, float(row[0] or 0.0), device_tag(self.device_id()))
+                self.conn.execute(f"UPDATE facts SET changed_at = ?, {column} = ? WHERE id = ?",
+                                  (stamp, stamp, fact_id))
         self.enqueue_fact(fact_id, now)
 
     def enqueue_state(self, now: float, counts_only: bool = False) -> None:

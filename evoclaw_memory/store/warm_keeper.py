@@ -114,7 +114,7 @@ class WarmKeeper:
             if old.superseded_by is None:
                 self.store.adjust_counts(old.category, warm=-(old.tier == "warm"),
                                          cold=-(old.tier == "cold"))
-            self.store.enqueue_change(old.id, now)
+            self.store.enqueue_change(old.id, now, part="supersession")
             self.store.enqueue_state(now)
             self.store.audit("supersede", old.id, f"by {new.id}", now)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 # starts without it (start-up time, one process per agent turn).
 
 import datetime as dt
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import msgspec
 
@@ -85,7 +85,7 @@ def _merge_identity(state: HotState, value: dict, now: float) -> None:
     except msgspec.ValidationError as exc:
         raise ValidationError(f"identity: {validate.plain_error(exc)}") from None
     for field in value:
-        state.clock[f"identity.{field}"] = now
+        _stamp(state, f"identity.{field}", now)
 
 
 def _merge_profile(state: HotState, value: dict, now: float) -> None:
@@ -100,7 +100,17 @@ def _merge_profile(state: HotState, value: dict, now: float) -> None:
                 raise ValidationError(f"owner_profile.{field} is {size} bytes; the limit is "
                                       f"{PROFILE_VALUE_MAX_BYTES}")
             state.owner_profile[field] = item
-        state.clock[f"owner_profile.{field}"] = now
+        _stamp(state, f"owner_profile.{field}", now)
+
+
+def _stamp(state: HotState, key: str, now: float) -> None:
+    """Record a change of `key` past the last one this device knows of (which may be another
+    device's, from a clock ahead of ours): a change made after seeing a value wins over it in
+    every merge (cloud.merge), whatever the clocks say."""
+    state.clock[key] = max(now, state.clock.get(key, 0.0) + CLOCK_STEP)
+
+
+CLOCK_STEP = 0.001
 
 
 def _check_entry(kind: str, value: dict) -> None:
@@ -174,7 +184,7 @@ def _complete_task(state: HotState, value: dict, now: float) -> None:
         raise ValidationError(f"no pending task {task_id or value.get('text')!r}")
     state.active_context.tasks = [t for t in tasks if t not in match]
     for task in match:
-        state.clock[f"removed:{task.id}"] = now    # done tasks leave; remember why for merges
+        _stamp(state, f"removed:{task.id}", now)    # done tasks leave; remember why for merges
 
 
 TOMBSTONE_DAYS = 30        # how long a removal is remembered for merging with other devices
@@ -188,7 +198,7 @@ def prune(state: HotState, now: float) -> HotState:
     ctx = state.active_context
 
     def drop(entries: list, victim) -> list:
-        state.clock[f"removed:{victim.id}"] = now
+        _stamp(state, f"removed:{victim.id}", now)
         return [e for e in entries if e is not victim]
 
     while len(state.critical_lessons) > HOT_MAX_LESSONS:
@@ -236,8 +246,22 @@ def _least_important(lessons: list[Lesson]) -> Lesson:
     return min(lessons, key=lambda l: (l.importance, l.timestamp))
 
 
-def _when(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d") if ts else ""
+def owner_zone(state: HotState) -> Optional[dt.tzinfo]:
+    """The owner's time zone: owner_profile.timezone when it names one ("Asia/Tokyo"), else
+    None (this device's own). Event dates are the owner's days: a Tokyo breakfast at 08:00 is
+    on that day, not on the day before, as it is in UTC."""
+    name = state.owner_profile.get("timezone")
+    if isinstance(name, str) and 0 < len(name) <= 64:
+        try:
+            from zoneinfo import ZoneInfo
+            return ZoneInfo(name)
+        except (ValueError, OSError, ImportError):      # not a zone name this host knows
+            return None
+    return None
+
+
+def _when(ts: float, zone: Optional[dt.tzinfo]) -> str:
+    return dt.datetime.fromtimestamp(ts, zone).strftime("%Y-%m-%d") if ts else ""
 
 
 def render_markdown(state: HotState, now: float, max_bytes: int = HOT_MAX_BYTES) -> str:
@@ -292,7 +316,8 @@ def _render(state: HotState, now: float) -> str:
         lines += [f"- [ ] {t.text} `{t.id}`" for t in sorted(ctx.tasks, key=lambda t: t.timestamp)]
     if ctx.events:
         lines += ["", "## Recent events"]
-        lines += [f"- {_when(e.timestamp)} {e.text}".strip()
+        zone = owner_zone(state)
+        lines += [f"- {_when(e.timestamp, zone)} {e.text}".strip()
                   for e in sorted(ctx.events, key=lambda e: -e.timestamp)]
     if state.critical_lessons:
         lines += ["", "## Critical lessons"]
