@@ -255,7 +255,7 @@ def owner_zone(state: HotState) -> Optional[dt.tzinfo]:
         try:
             from zoneinfo import ZoneInfo
             return ZoneInfo(name)
-        except (ValueError, OSError, ImportError):      # not a zone name this host knows
+        except (KeyError, ValueError, OSError, ImportError):   # no zone by that name here
             return None
     return None
 
