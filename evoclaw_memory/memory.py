@@ -10,12 +10,11 @@ and its audit row; nothing but the cloud methods touches the network.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Union
 
-from evoclaw_memory import validate
+from evoclaw_memory import durable, validate
 from evoclaw_memory.config import Config, load_config, private_dir, validate_agent_id
 from evoclaw_memory.errors import ConfigError, NotFoundError, ValidationError
 from evoclaw_memory.lifecycle import cloud_side, distillation
@@ -256,6 +255,24 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
                 from None
         return path
 
+    def memory_md_problem(self) -> Optional[str]:
+        """What is wrong with MEMORY.md on disk (None: it shows the hot state): empty (a
+        power cut during an older release's write), stale (another program changed it, or a
+        write was lost) or missing while there is hot state to show. `hot --rebuild` fixes
+        each. The "Generated at" line is left out of the comparison."""
+        path = self.config.memory_md_path
+        expected = _without_stamp(self.render_memory_md())
+        try:
+            found = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            empty = _without_stamp(hot_rules.render_markdown(HotState(), self.clock()))
+            return None if expected == empty else "missing"
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"unreadable ({exc})"
+        if not found.strip():
+            return "empty"
+        return None if _without_stamp(found) == expected else "stale"
+
     def check_memory_md_path(self) -> None:
         """ConfigError unless MEMORY.md's path can be a file: no file where a folder must be
         (checked before a change commits, so a failed write cannot half-apply it)."""
@@ -407,12 +424,26 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         cloud_side.refresh_keys(self, remote)
 
     def init_encryption(self, passphrase: str, remote=None, scrypt_n: Optional[int] = None,
-                        progress=None) -> Optional[str]:
+                        progress=None, shown_on_return: bool = True) -> Optional[str]:
         """Set up end-to-end encryption for this agent and re-seal its whole cloud archive;
         returns the recovery key (show ONCE), or None when the cloud already had a keyring
         that this passphrase opens (adopted; its recovery key was shown where it was made).
-        `progress(stage, done, total)` follows the re-seal; see reseal_status()."""
-        return cloud_side.init_encryption(self, passphrase, remote, scrypt_n, progress)
+        `progress(stage, done, total)` follows the re-seal; see reseal_status().
+
+        Until the key is shown, this device keeps it: an init interrupted at any point (the
+        re-seal of a big archive included) gives it again at the next `init_encryption`
+        with the same passphrase. With `shown_on_return` False the caller says when it has
+        shown it (recovery_key_shown), so a kill between the return and the display loses
+        nothing either."""
+        recovery = cloud_side.init_encryption(self, passphrase, remote, scrypt_n, progress)
+        if shown_on_return:
+            self.recovery_key_shown()
+        return recovery
+
+    def recovery_key_shown(self) -> None:
+        """The owner has the recovery key of this device's `key init`: stop keeping it."""
+        from evoclaw_memory.cloud import keys
+        keys.forget_pending(self.store)
 
     def reseal(self, remote, progress=None):
         """Continue the pending re-seal of the agent's cloud archive (see cloud.keys.reseal)."""
@@ -587,16 +618,14 @@ def _read_text(path: Path) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _without_stamp(markdown: str) -> str:
+    """MEMORY.md without its "_Generated at ..._" line (the time it was written)."""
+    return "\n".join(line for line in markdown.splitlines()
+                     if not line.startswith("_Generated at ")).strip()
+
+
 def _write_private(path: Path, text: str) -> None:
-    """Write a file atomically with mode 0600 (folder 0700 when created)."""
-    import tempfile
+    """Write a file whole and durably (a power cut leaves the old or the new one, never an
+    empty one: durable.py) with mode 0600 (folder 0700 when created)."""
     private_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    durable.write_text(path, text)

@@ -65,7 +65,10 @@ def sync(ctx: click.Context, status: bool, verify: bool) -> None:
             raise Unavailable(f"{exc}; {mem.store.outbox_depth()} change(s) stay queued and "
                               "will be sent at the next sync") from None
         if found is not None:
-            _emit_verify(ctx, found, report, mem.store.outbox_depth())
+            # What was re-pushed is checked again (one more request, only after a loss):
+            # "verified" means the cloud now holds it, not that a push was acknowledged.
+            again = mem.verify_cloud(repair=False) if found.requeued else found
+            _emit_verify(ctx, found, report, mem.store.outbox_depth(), again)
             return
     emit(ctx, report, lambda: click.echo(
         f"pushed {report.pushed_facts} fact(s)"
@@ -73,7 +76,9 @@ def sync(ctx: click.Context, status: bool, verify: bool) -> None:
         f"fact(s){', merged with another device' if report.merged else ''}; remote version "
         f"{report.remote_version}; {report.requests} request(s); outbox {report.outbox_depth}"
         + (f"; {report.rejected} entr{'y' if report.rejected == 1 else 'ies'} refused by the "
-           "cloud, set aside (see sync --status)" if report.rejected else "")))
+           "cloud, set aside (see sync --status)" if report.rejected else "")
+        + (f"; the cloud had lost this agent's data: {report.repaired} item(s) re-pushed"
+           if report.repaired else "")))
 
 
 def _echo_status(info: dict) -> None:
@@ -86,18 +91,24 @@ def _echo_status(info: dict) -> None:
                    f"({format_time(entry['rejected_at'])}): {entry['reason']}")
 
 
-def _emit_verify(ctx: click.Context, found, report, depth: int) -> None:
-    """sync --verify: what the cloud had lost, and whether it holds everything now."""
-    data = {"verified": depth == 0, "missing": found.missing,
+def _emit_verify(ctx: click.Context, found, report, depth: int, again) -> None:
+    """sync --verify: what the cloud had lost, and whether it holds everything now (`again`:
+    the check after the re-push)."""
+    still = again.missing + int(again.state_missing)
+    data = {"verified": depth == 0 and still == 0, "missing": found.missing,
             "state_missing": found.state_missing, "requeued": found.requeued,
             "buckets": found.buckets, "pushed_facts": report.pushed_facts,
-            "outbox_depth": depth}
+            "outbox_depth": depth, "still_missing": again.missing}
     lost = (f"the cloud had lost {found.missing} fact(s)"
             f"{' and the critical state' if found.state_missing else ''}; re-pushed"
             if found.requeued else "the cloud holds everything this device acknowledged")
     emit(ctx, data, lambda: click.echo(
         f"verified {found.buckets} day(s) of facts: {lost}"
-        + ("" if depth == 0 else f"; {depth} change(s) still queued")))
+        + ("" if depth == 0 else f"; {depth} change(s) still queued")
+        + (f"; the cloud still lacks {again.missing} fact(s) after the re-push: not verified"
+           if again.missing else "")
+        + ("; the cloud still lacks the critical state: not verified"
+           if again.state_missing else "")))
 
 
 def _reseal_note(reseal: dict) -> str:
@@ -325,7 +336,8 @@ def key_init(ctx: click.Context, device_name: Optional[str]) -> None:
             # Named first, so a device that registers during the re-seal does so by name.
             mem.rename_device(mem.sync_status()["device_id"], device_name)
         with progress_bar(ctx, "re-sealing") as bar:
-            recovery = mem.init_encryption(_new_passphrase(), progress=bar.update)
+            recovery = mem.init_encryption(_new_passphrase(), progress=bar.update,
+                                           shown_on_return=False)
         reseal = mem.sync_status()["reseal"]
 
     def human() -> None:
@@ -338,6 +350,10 @@ def key_init(ctx: click.Context, device_name: Optional[str]) -> None:
                        "now holds its keys (the recovery key was shown where it was set up).")
         click.echo("cloud archive" + _reseal_note(reseal).replace(" · ", " ", 1))
     emit(ctx, {"recovery_key": recovery, "reseal": reseal}, human)
+    sys.stdout.flush()
+    with open_memory(ctx) as mem:
+        # Only now, printed: until here a rerun of `key init` shows the same key again.
+        mem.recovery_key_shown()
 
 
 @key_group.command("change-passphrase")

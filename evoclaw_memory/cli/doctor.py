@@ -73,6 +73,10 @@ def doctor(ctx: click.Context, skip_network: bool) -> None:
             md = config.memory_md_path
             check("memory_md", _writable(md), str(md),
                   f"make {md.parent} writable, or set memory_md in config.toml")
+            problem = mem.memory_md_problem()
+            check("memory_md_content", problem is None,
+                  f"MEMORY.md is {problem}" if problem else "MEMORY.md shows the hot state",
+                  "run `evoclaw-memory hot --rebuild`")
             try:
                 sizes = mem.metrics()["sizes"]
             except Exception as exc:    # noqa: BLE001
@@ -193,6 +197,16 @@ def doctor_cloud_checks(config: Any, mem: Any, check: Check, timeout: float = 5.
         except EvoclawError as exc:
             check("cloud", False, f"{label}: {exc}", "check [cloud] url and auth_token")
             return
+        try:
+            # A write that changes nothing: a read-only token answers ping but refuses it.
+            remote.sql.execute("UPDATE devices SET last_seen = last_seen WHERE 0")
+        except AuthError as exc:
+            check("cloud", False, f"{label}: {exc}",
+                  "set a read-write token: TURSO_AUTH_TOKEN (or [cloud] auth_token); a "
+                  "read-only one can restore but never sync")
+            return
+        except EvoclawError:
+            pass            # no devices table yet (a new cloud): the first sync creates it
         check("cloud", True, f"{label} answered in {seconds * 1000:.0f} ms", "")
         _key_check(config, mem, remote, check)
         _archive_check(mem, remote, check)
@@ -207,7 +221,7 @@ def _archive_check(mem: Any, remote: Any, check: Check) -> None:
         found = mem.verify_cloud(remote=remote, repair=False)
     except EvoclawError as exc:
         check("cloud_archive", False, f"cannot compare with the cloud: {exc}",
-              "check the cloud token (read access)")
+              "check the cloud token (it needs read-write access) and the network")
         return
     lost = found.missing or found.state_missing
     check("cloud_archive", not lost,
@@ -225,7 +239,7 @@ def _key_check(config: Any, mem: Any, remote: Any, check: Check) -> None:
         record = remote.get_keyring(mem.agent_id)
     except EvoclawError as exc:
         check("keys", False, f"cannot read the keyring: {exc}",
-              "check the cloud token (read access) and the passphrase")
+              "check the cloud token (it needs read-write access) and the passphrase")
         return
     if local is not None:
         check("keys", True, "end-to-end encryption on; this device holds the keys", "")

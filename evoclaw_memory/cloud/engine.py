@@ -69,6 +69,9 @@ class SyncReport(msgspec.Struct):
     rejected: int = 0            # entries the cloud refused for good, set aside this sync
     forgotten: int = 0           # local facts deleted because another device forgot them
     changed: int = 0             # local facts updated to another device's newer version
+    # The push found the cloud had lost this agent's state: the sync checked the archive
+    # (verify) and re-pushed what it lacked, this many facts and states.
+    repaired: int = 0
 
 
 class VerifyReport(msgspec.Struct):
@@ -132,13 +135,10 @@ class SyncEngine:
         missing = [i for i in self.store.settled_ids_in_buckets(short, VERIFY_BUCKET_SECONDS)
                    if i not in present]
         known = int(self.store.get_setting(KV_REMOTE_VERSION) or 0)
-        known_nonce = self.store.get_setting(KV_STATE_NONCE) or None
-        # Lost: no row, an older version, or the version we know written by another push
-        # (the cloud started again from nothing and another device counted up to it).
-        state_missing = known > 0 and (
-            (counts.state_version or 0) < known
-            or (counts.state_version == known and known_nonce is not None
-                and counts.state_nonce != known_nonce))
+        state_missing = self._state_lost(
+            known, self.store.get_setting(KV_STATE_NONCE) or None,
+            None if counts.state_version is None
+            else (counts.state_version, counts.state_nonce))
         cursor = int(self.store.get_setting(KV_PULL_CURSOR) or 0)
         report = VerifyReport(buckets=len(local), missing=len(missing),
                               state_missing=state_missing,
@@ -163,6 +163,22 @@ class SyncEngine:
                                  f"{', critical state missing' if state_missing else ''}")
             report.requeued = len(missing) + int(state_missing)
         return report
+
+    @staticmethod
+    def _state_lost(known: int, known_nonce: Optional[str],
+                    found: Optional[tuple[int, Optional[str]]]) -> bool:
+        """Did the cloud lose this agent's state since this device last synced? `known`,
+        `known_nonce`: the version this device acknowledged and its push nonce; `found`: the
+        cloud's (version, nonce), or None.
+        Lost: no row, an older version (versions only grow), or the version we know written
+        by another push (the cloud started again from nothing and another device counted up
+        to it)."""
+        if known <= 0:
+            return False
+        if found is None:
+            return True
+        return found[0] < known or (found[0] == known and known_nonce is not None
+                                    and found[1] != known_nonce)
 
     def _apply_pulled(self, report: SyncReport, pulled: list[Fact], changed: list[Fact],
                       tombstones: list[tuple[int, str]], cursors: tuple[int, int, int],
@@ -196,6 +212,7 @@ class SyncEngine:
         conflicts = 0
         merge_rounds = 0
         refreshed = False
+        verified = False
         while True:
             entries = self.store.outbox_entries(limit=self.batch_size + 1)
             # (seq, version) pairs: acknowledged exactly as read, so an entry changed while
@@ -216,6 +233,7 @@ class SyncEngine:
                 page, resync_at = self._resync_page(self.batch_size - len(facts))
                 facts += [f for f in page if f.id not in queued]
             expected = int(self.store.get_setting(KV_REMOTE_VERSION) or 0)
+            nonce_before = self.store.get_setting(KV_STATE_NONCE) or None
             cursor = int(self.store.get_setting(KV_PULL_CURSOR) or 0)
             # New facts change the tree's counts, so the state goes with every batch of facts
             # (remember() queues the fact alone; see WarmKeeper.insert).
@@ -303,6 +321,16 @@ class SyncEngine:
                     # A merge newer in every part is always taken, so this needs a cloud that
                     # keeps moving a row under us; the merges stay queued for the next sync.
                     break
+            if not verified and self._state_lost(expected, nonce_before, result.state_before):
+                # The cloud lost data (its state row is gone): what else it lost is found
+                # and queued now, and goes in the next rounds of this sync. Requests beyond
+                # the one only in this case.
+                verified = True
+                found = self.verify(repair=True)
+                report.repaired += found.requeued
+                report.requests += found.requests
+                if found.requeued:
+                    continue
             if result.remote is not None and result.remote.state is not None:
                 # Another device wrote a newer state (or won the race): merge, then push the
                 # merge if it differs from theirs, against their version.

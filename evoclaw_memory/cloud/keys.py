@@ -25,7 +25,8 @@ KV_RING = "crypto.keyring"
 KV_RECORD = "crypto.record"
 # A `key init` under way: the new keyring, its record and the recovery key, written BEFORE the
 # record goes to the cloud, so an init interrupted at any step is found and finished by the
-# next sync or `key init` (the recovery key stays until `key init` has shown it).
+# next sync or `key init` (the recovery key stays until `key init` has shown it:
+# forget_pending).
 KV_PENDING_INIT = "crypto.pending_init"
 # A re-seal of the cloud archive under the current key: "init" (clear rows are the archive
 # from before encryption) or "rotate" (a clear row there was written around the keys).
@@ -127,11 +128,13 @@ def init_keys(store: LocalStore, remote: SqlRemote, agent_id: str, passphrase: s
         raise CryptoError("another device set up encryption at the same moment: run `key init` "
                           "again with its passphrase")
     _save_local(store, ring, text)
-    _forget_pending(store)
+    # The pending init (and its recovery key) stays until the owner has been shown the key
+    # (forget_pending): a kill during the re-seal that follows must not lose it.
     return recovery
 
 
-def _forget_pending(store: LocalStore) -> None:
+def forget_pending(store: LocalStore) -> None:
+    """The recovery key of this device's `key init` has been shown: stop keeping it."""
     with store.transaction():
         store.conn.execute("DELETE FROM kv WHERE key = ?", (KV_PENDING_INIT,))
 
@@ -151,7 +154,8 @@ def _adopt_existing(store: LocalStore, agent_id: str, passphrase: str,
         # A finished init elsewhere may still have left rows unsealed (or under v1): walk once.
         queue_reseal(store, "init" if mine else "rotate")
     _save_local(store, ring, record_text)
-    _forget_pending(store)          # shown now, or a stale one of an init that never went up
+    if not mine:
+        forget_pending(store)       # a stale one, of an init that never went up
     return pending.recovery if mine and pending is not None else None
 
 

@@ -50,6 +50,9 @@ class PushResult(msgspec.Struct):
     # and pushes the merge (issue 26). Rows that did not open are left out.
     kept: list[Fact] = []
     cloud_now: Optional[float] = None        # the cloud's clock while it ran this push
+    # The cloud's critical state (version, push nonce) before this push; None: it had none
+    # (SyncEngine.state_lost: did the cloud lose data since this device last synced?).
+    state_before: Optional[tuple[int, Optional[str]]] = None
 
 
 class ArchiveCounts(msgspec.Struct):

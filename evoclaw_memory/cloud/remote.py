@@ -129,8 +129,9 @@ class SqlRemote:
             try:
                 out.append((int(row[0]), self.codec.fact(row[1:])))
             except (CryptoError, ValidationError) as exc:
-                self.rejected.append(f"row {row[1]!r}: {exc}" if isinstance(exc, ValidationError)
-                                     else str(exc))
+                why = f"row {row[1]!r}: {exc}" if isinstance(exc, ValidationError) else str(exc)
+                if why not in self.rejected:    # a restore reads a row for warm and the mirror
+                    self.rejected.append(why)
                 if unreadable is not None:
                     unreadable.append((int(row[0]), str(exc)))
         return out
@@ -236,6 +237,11 @@ class SqlRemote:
         # A nonce per push, not per attempt: the client's own retry of this request after a
         # lost answer carries the same one, so a commit it cannot see still counts as ours.
         nonce = secrets.token_hex(8) if state is not None else None
+        # The cloud's state (version, nonce) before this push: SyncEngine.state_lost tells
+        # from it whether the cloud lost data since this device last synced.
+        state_check_at = len(stmts)
+        stmts.append(Stmt("SELECT version, push_nonce FROM critical_state WHERE agent_id = ?",
+                          (agent_id,)))
         if state is not None:
             stmts.append(Stmt(
                 CAS_STATE.format(guard=revoked),
@@ -300,6 +306,9 @@ class SqlRemote:
                           tops=(int(device_rows[0][2] or 0), int(device_rows[0][3] or 0),
                                 int(device_rows[0][4] or 0)),
                           kept=self._facts(results[kept_at].rows) if facts else [],
+                          state_before=(int(results[state_check_at].rows[0][0] or 0),
+                                        results[state_check_at].rows[0][1])
+                          if results[state_check_at].rows else None,
                           cloud_now=float(cloud_now) if cloud_now is not None else None)
 
     def pull_state(self, agent_id: str) -> Optional[RemoteState]:
@@ -359,7 +368,7 @@ class SqlRemote:
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             rows = self.sql.execute(
-                f"SELECT {FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND id IN "
+                f"SELECT {FACT_COLS} FROM cold_memories WHERE agent_id = ? AND id IN "
                 f"({','.join('?' * len(chunk))})", (agent_id, *chunk)).rows
             out += self._facts(rows)
         return out

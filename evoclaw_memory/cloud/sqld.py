@@ -27,6 +27,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from evoclaw_memory import durable
 from evoclaw_memory.errors import EvoclawError
 
 START_TIMEOUT = 15.0  # seconds; sqld is usually ready in under half a second
@@ -176,12 +177,13 @@ def _load_or_create_key(keys_dir: Path) -> Ed25519PrivateKey:
         key = Ed25519PrivateKey.generate()
         pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())
-        # Created 0600 from the first byte: never a moment where others could read it.
-        fd = os.open(private_pem, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(pem)
-    public_pem.write_bytes(key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        # Created 0600 from the first byte: never a moment where others could read it; and
+        # fsynced, as is the public key (durable.py): a token minted from a key a power cut
+        # then lost would never verify again.
+        durable.write_new(private_pem, pem)
+    durable.write_text(public_pem, key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode(),
+        mode=0o644)
     return key
 
 

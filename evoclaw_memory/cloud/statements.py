@@ -12,9 +12,10 @@ STATEMENT_SPLIT = re.compile(r";\s*(?:--[^\n]*)?\n")
 FACT_COLS = ("id, text, category, importance, created_at, access_count, metadata, source, "
               "last_access, superseded_by, flags, changed_at, content_changed_at, flags_changed_at, "
               "speaker, superseded_changed_at")
-# "+agent_id" keeps SQLite off the (agent_id, ...) indexes where a rowid range or an id is
-# the selective part: without statistics the planner takes agent_id = ? for ~10 rows, then
-# reads (and sorts) every fact of the agent for each page, each push and each id lookup.
+# "+agent_id" keeps SQLite off the (agent_id, ...) indexes where a rowid range is the
+# selective part: without statistics the planner takes agent_id = ? for ~10 rows, then reads
+# (and sorts) every fact of the agent for each page and each push. An id lookup names both
+# (agent_id, id): the table's key since cloud schema 12.
 PAGE_AS_ROWS = (f"SELECT rowid, {FACT_COLS} FROM cold_memories WHERE +agent_id = ? AND "
                  "rowid > ? ORDER BY rowid LIMIT ?")
 PAGE_AS_JSON = f"SELECT json_group_array(json_array(rowid, {FACT_COLS})) FROM ({PAGE_AS_ROWS})"
@@ -55,7 +56,7 @@ UPSERT_FACTS = (
     # A forgotten fact stays forgotten: a device that has not pulled the tombstone yet (or
     # replays an old push) cannot upsert it back. One "?" for the agent id, after the guard's.
     "AND NOT EXISTS (SELECT 1 FROM cold_tombstones t WHERE t.agent_id = ? AND t.id = column1) "
-    "ON CONFLICT(id) DO UPDATE SET category = excluded.category, text = excluded.text, "
+    "ON CONFLICT(agent_id, id) DO UPDATE SET category = excluded.category, text = excluded.text, "
     "metadata = excluded.metadata, importance = excluded.importance, "
     "created_at = excluded.created_at, flags = excluded.flags, "
     "changed_at = max(cold_memories.changed_at, excluded.changed_at), "
@@ -67,13 +68,13 @@ UPSERT_FACTS = (
     "access_count = max(cold_memories.access_count, excluded.access_count), "
     "last_access = max(coalesce(cold_memories.last_access, 0), excluded.last_access), "
     "superseded_by = excluded.superseded_by "
-    f"WHERE cold_memories.agent_id = excluded.agent_id AND {DOMINATES}")
+    f"WHERE {DOMINATES}")
 # The pushed facts the cloud holds otherwise than pushed, after the upserts (see above): the
 # row as it stands, for the device to merge. "?" order: the pushed versions as JSON
 # ([[id, content µs, flags µs, superseded_by, supersession µs], ...]), agent_id.
 KEPT = ("SELECT " + ", ".join("m." + c.strip() for c in FACT_COLS.split(",")) +
         " FROM json_each(?) j CROSS JOIN cold_memories m ON m.id = json_extract(j.value, '$[0]') "
-        f"AND +m.agent_id = ? WHERE {_us('m.content_changed_at')} != json_extract(j.value, '$[1]') "
+        f"AND m.agent_id = ? WHERE {_us('m.content_changed_at')} != json_extract(j.value, '$[1]') "
         f"OR {_us('m.flags_changed_at')} != json_extract(j.value, '$[2]') OR "
         "m.superseded_by IS NOT json_extract(j.value, '$[3]') OR "
         f"{_us('m.superseded_changed_at')} != json_extract(j.value, '$[4]')")
@@ -91,7 +92,7 @@ CLOUD_NOW = f"SELECT {CLOUD_NOW_VALUE}"
 # the planner walks every row of the agent and the JSON for each (a push 50% slower at 1k).
 LOG_CHANGES = ("INSERT OR REPLACE INTO cold_changes (agent_id, id, device_id) "
                "SELECT ?, m.id, ? FROM json_each(?) j CROSS JOIN cold_memories m "
-               "ON m.id = json_extract(j.value, '$[0]') AND +m.agent_id = ? "
+               "ON m.id = json_extract(j.value, '$[0]') AND m.agent_id = ? "
                f"WHERE json_extract(j.value, '$[1]') >= {_us('m.content_changed_at')} AND "
                f"json_extract(j.value, '$[2]') >= {_us('m.flags_changed_at')} AND "
                f"json_extract(j.value, '$[4]') >= {_us('m.superseded_changed_at')} AND "

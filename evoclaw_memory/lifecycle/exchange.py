@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Iterator, Literal, Optional, Union
 
 import msgspec
 
-from evoclaw_memory import validate
+from evoclaw_memory import durable, validate
 from evoclaw_memory.errors import ValidationError
 from evoclaw_memory.limits import FACT_MAX_TEXT
 from evoclaw_memory.models import Fact, Metadata
@@ -79,16 +79,22 @@ _decoder = msgspec.json.Decoder(Union[Header, Node, ExportedFact])
 @contextlib.contextmanager
 def _opened(target: Union[str, Path, IO[str]], mode: str) -> Iterator[IO[str]]:
     if isinstance(target, (str, Path)):
-        if mode == "w":
-            from evoclaw_memory.config import private_dir
-            private_dir(Path(target).expanduser().parent)
+        path = Path(target).expanduser()
         try:
-            with open(Path(target).expanduser(), mode, encoding="utf-8", newline="\n") as handle:
-                if mode == "w":
-                    Path(target).expanduser().chmod(0o600)     # it holds the whole memory
-                yield handle
+            if mode == "w":
+                # Written whole under another name, fsynced, then renamed over the previous
+                # export (durable.py): a power cut or an error mid-export leaves the previous
+                # one intact. 0600 from the first byte: it holds the whole memory.
+                from evoclaw_memory.config import private_dir
+                private_dir(path.parent)
+                with durable.replacing(path) as handle:
+                    yield handle
+            else:
+                with open(path, mode, encoding="utf-8", newline="\n") as handle:
+                    yield handle
         except OSError as exc:
-            raise ValidationError(f"cannot open {target}: {exc.strerror or exc}") from None
+            verb = "write" if mode == "w" else "open"
+            raise ValidationError(f"cannot {verb} {target}: {exc.strerror or exc}") from None
     else:
         yield target
 

@@ -45,16 +45,21 @@ def insert_pulled(warm: WarmKeeper, facts: list[Fact], now: float) -> int:
 
 
 FUTURE_SLACK = 300.0      # seconds a stamp may run ahead of now (clocks and round trips)
+CLOCK_UNSET = 1_000_000_000.0   # 2001-09-09: an earlier time is a clock that was never set
 
 
 def not_from_the_future(fact: Fact, now: float) -> Fact:
     """`fact` with a creation or last use later than now (made by a device whose clock ran
     ahead before it ever synced) moved back to now: a fact stamped 2100 would otherwise never
-    age on any device."""
-    if fact.created_at <= now + FUTURE_SLACK and fact.last_access <= now + FUTURE_SLACK:
+    age on any device. One created before 2001 (a clock never set, as a Raspberry Pi without
+    a clock boots in 1970) counts as created now, when now itself is a set clock's."""
+    unset = fact.created_at < CLOCK_UNSET <= now
+    if not unset and fact.created_at <= now + FUTURE_SLACK \
+            and fact.last_access <= now + FUTURE_SLACK:
         return fact
-    return msgspec.structs.replace(fact, created_at=min(fact.created_at, now),
-                                   last_access=min(fact.last_access, now))
+    created = now if unset else min(fact.created_at, now)
+    return msgspec.structs.replace(fact, created_at=created,
+                                   last_access=max(created, min(fact.last_access, now)))
 
 
 def _adopt_flags(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 import msgspec
 
+from evoclaw_memory import durable
 from evoclaw_memory.config import private_dir
 from evoclaw_memory.errors import DamagedStoreError, ReadOnlyStoreError, StoreError
 from evoclaw_memory.store import migrate
@@ -83,13 +84,11 @@ def _write_marker(marker: Path) -> None:
     if marker.exists():
         return
     try:
-        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    except OSError:         # exists already, or a folder SQLite could use but we cannot add to
+        durable.write_new(marker, msgspec.json.encode(
+            {"format": 1, "created_at": time.time(),
+             "note": "this folder holds an evoclaw memory; keep this file"}) + b"\n")
+    except OSError:         # a folder SQLite could use but we cannot add to
         return
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(msgspec.json.encode({"format": 1, "created_at": time.time(),
-                                          "note": "this folder holds an evoclaw memory; "
-                                                  "keep this file"}).decode() + "\n")
 
 
 class OpeningMixin:

@@ -16,6 +16,7 @@ KV_STATE_OWED = "sync.state_owed"
 KV_CLOCK_OFFSET = "sync.clock_offset"
 KV_DEVICE_ID = "device_id"
 CLOCK_JUMP = 300.0        # an offset change (s) that is a clock set, not drift or latency
+CLOCK_UNSET = 1_000_000_000.0   # 2001-09-09: an earlier time is a clock that was never set
 
 
 class OutboxMixin:
@@ -46,17 +47,26 @@ class OutboxMixin:
     def note_clock_offset(self, offset: float, cloud_now: float) -> None:
         """Keep the offset a sync or a restore measured, the cloud's clock reading `cloud_now`
         (in the caller's transaction). When it moved by more than a few minutes (this
-        device's clock was set, or ran ahead before it ever synced), the facts it stamped
-        later than the cloud's now are brought back to now: they would never age."""
+        device's clock was set: it ran ahead, or had never been set, as on a Raspberry Pi
+        without a clock that booted in 1970), the facts it stamped in the future or before
+        2001 are brought to now and queued, so that they age, and are restored, as facts of
+        today everywhere."""
         moved = abs(offset - self.clock_offset()) > CLOCK_JUMP
         self._clock_offset = offset
         self.conn.execute("INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
                           "SET value = excluded.value", (KV_CLOCK_OFFSET, repr(offset)))
-        if moved:
-            self.conn.execute("UPDATE facts SET created_at = min(created_at, ?), "
-                              "last_access = min(last_access, ?) WHERE created_at > ? OR "
-                              "last_access > ?", (cloud_now, cloud_now, cloud_now + CLOCK_JUMP,
-                                                  cloud_now + CLOCK_JUMP))
+        if not moved or cloud_now < CLOCK_UNSET:
+            return
+        late = cloud_now + CLOCK_JUMP
+        wrong = [row[0] for row in self.conn.execute(
+            "SELECT id FROM facts WHERE created_at > ? OR created_at < ? OR last_access > ?",
+            (late, CLOCK_UNSET, late))]
+        for fact_id in wrong:
+            self.conn.execute(
+                "UPDATE facts SET created_at = CASE WHEN created_at > ? OR created_at < ? "
+                "THEN ? ELSE created_at END, last_access = min(last_access, ?) WHERE id = ?",
+                (late, CLOCK_UNSET, cloud_now, cloud_now, fact_id))
+            self.enqueue_fact(fact_id, cloud_now)
 
     def device_id(self) -> str:
         """This device's id, made once and kept in the local database (its changes' stamps

@@ -37,3 +37,15 @@ def test_doctor_cloud_auth_and_keys(sqld, fresh_db, tmp_path):
                          TURSO_AUTH_TOKEN=expired, EVOCLAW_ENCRYPTION="off")
     assert not found["cloud"]["ok"] and "expired" in found["cloud"]["detail"].lower()
     assert "keys" not in found                            # not checked without a cloud
+
+
+def test_doctor_names_a_read_only_token_as_the_problem(sqld, fresh_db, tmp_path):
+    """Issue 26: a read-only token answers reads; doctor says writing is what it cannot do."""
+    url, token = fresh_db
+    ok, _ = doctor(tmp_path / "rw", TURSO_DATABASE_URL=url, TURSO_AUTH_TOKEN=token,
+                   EVOCLAW_ENCRYPTION="off")
+    code, found = doctor(tmp_path / "ro", TURSO_DATABASE_URL=url,
+                         TURSO_AUTH_TOKEN=sqld.mint_token("ro"), EVOCLAW_ENCRYPTION="off")
+    assert ok == 0 and code == 1
+    assert not found["cloud"]["ok"] and "read-only" in found["cloud"]["detail"]
+    assert "read-write" in found["cloud"]["fix"] and "read access" not in found["cloud"]["fix"]

@@ -220,3 +220,24 @@ def test_a_device_a_year_fast_restores_every_fact_and_ages_them_as_others_do(fre
             assert abs(new.get(early.id).created_at - time.time()) < 60
     finally:
         _close(devs)
+
+
+def test_a_fact_stored_under_a_1970_clock_is_restored_as_a_fact_of_today(fresh_db, tmp_path):
+    """A Raspberry Pi without a clock boots in 1970: what it stored before its first sync
+    counts as stored now (its clock is set right by the cloud's), so a plain restore brings
+    it into warm instead of leaving it in the archive as 56 years old."""
+    url, token = fresh_db
+    devs = _devices(tmp_path, url, token, Pi=-(time.time() - 86_400.0))
+    try:
+        fact = devs["Pi"].remember("The garden shed key is under the blue pot", category="home")
+        assert fact.created_at < 200_000
+        devs["Pi"].sync()
+        assert abs(devs["Pi"].get(fact.id).created_at - time.time()) < 60
+        assert abs(devs["Pi"].clock() - time.time()) < 60
+        with Memory.open("sam", home=tmp_path / "new", cloud_url=url, cloud_token=token,
+                         encryption="off") as new:
+            new.restore()
+            assert new.get(fact.id) is not None and new.get(fact.id).tier == "warm"
+            assert abs(new.get(fact.id).created_at - time.time()) < 60
+    finally:
+        _close(devs)
