@@ -9,7 +9,7 @@ there hides that much of the package's own imports inside its reference: measure
 side on 2026-12-02, `python -c pass` took 58 ms in the editable environment and 26 ms in a
 regular one, and `hot` was +45 ms over it in the first and +80 ms in the second.
 
-Users install the package (`pip install PATH`, README "Installing it for an agent"), so the
+Users install the package (`pip install PATH`, README "Install"), so the
 CLI rows run here: a venv of the same base interpreter, the wheel of this checkout built and
 installed by pip, byte-code compiled as pip's install does, and the bench environment's
 site-packages on its path for the dependencies (a plain path line in a .pth file: that

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional
 import msgspec
 
 from evoclaw_memory.errors import ConfigError, ValidationError
-from evoclaw_memory.validate import cloud_target, finite
+from evoclaw_memory.validate import CLOUD_FORMS, cloud_target, finite
 
 _AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 SECRET_FIELDS = ("cloud_token", "llm_api_key")
@@ -99,6 +99,11 @@ class Config(msgspec.Struct, kw_only=True):
     llm_timeout: float = 20.0
     # "auto": end-to-end encryption for a network cloud (Turso/sqld), none for a local file.
     encryption: str = "auto"
+    # Why cloud_url cannot be used, naming where it came from (set by load_config, never
+    # read from a file): "the cloud URL from config.toml is unusable ('htps://x' has an
+    # unsupported scheme (htps://))". The memory still works locally (offline first); only
+    # what needs the cloud fails, through require_cloud().
+    cloud_url_problem: Optional[str] = None
 
     def __repr__(self) -> str:  # never leak a secret through a repr in a traceback or log
         return f"Config({self.redacted()!r})"
@@ -123,8 +128,22 @@ class Config(msgspec.Struct, kw_only=True):
 
     @property
     def cloud_is_network(self) -> bool:
-        """True for a network cloud (Turso/sqld), False for a local file or the default."""
-        return bool(self.cloud_url) and cloud_target(self.cloud_url)[0] == "network"
+        """True for a network cloud (Turso/sqld), False for a local file, the default or an
+        unusable URL (whatever then reaches for the cloud fails in require_cloud)."""
+        return bool(self.cloud_url) and not self.cloud_url_problem \
+            and cloud_target(self.cloud_url)[0] == "network"
+
+    def require_cloud(self) -> None:
+        """ConfigError (exit 9) when the configured cloud URL cannot be used: what a command
+        that exists to reach the cloud (sync, restore, agents...) calls before anything."""
+        if self.cloud_url_problem:
+            raise ConfigError(f"{self.cloud_url_problem}: use {CLOUD_FORMS}")
+
+    def cloud_warning(self) -> Optional[str]:
+        """The one line a local command prints when the cloud URL is unusable, or None."""
+        if not self.cloud_url_problem:
+            return None
+        return f"{self.cloud_url_problem}; working locally, sync is off until it is fixed"
 
     @property
     def wants_encryption(self) -> bool:
@@ -135,6 +154,8 @@ class Config(msgspec.Struct, kw_only=True):
         data = msgspec.structs.asdict(self)
         for field in SECRET_FIELDS:
             data[field] = "***" if data[field] else None
+        if data["cloud_url_problem"] is None:
+            del data["cloud_url_problem"]       # shown only when there is one
         return data
 
 
@@ -202,6 +223,31 @@ def _read_file(path: Path, required: bool = False) -> dict[str, Any]:
     return values
 
 
+def warn_unusable_cloud(config: Config) -> None:
+    """Note an unusable cloud URL as a Python warning (UnusableCloudWarning, shown once per
+    place by default): for the library's callers; the CLI prints its own one line."""
+    text = config.cloud_warning()
+    if text:
+        import warnings
+        from evoclaw_memory.errors import UnusableCloudWarning
+        # stacklevel 3: the line that called Memory.open, not Memory.open itself.
+        warnings.warn(text, UnusableCloudWarning, stacklevel=3)
+
+
+def _cloud_url_problem(url: str, source: Optional[str]) -> Optional[str]:
+    """None for a usable cloud URL, else why not and where it came from. Not an error here:
+    an offline-first memory keeps working locally on a sync setting it cannot use."""
+    try:
+        cloud_target(url)
+    except ValidationError as exc:
+        # "cloud URL 'htps://x' has an unsupported scheme (htps://): use <forms>" -> the
+        # middle; require_cloud() adds the forms back to its error.
+        why = str(exc).replace(f": use {CLOUD_FORMS}", "")
+        why = why[len("cloud URL "):] if why.startswith("cloud URL ") else why
+        return f"the cloud URL from {source or 'the configuration'} is unusable ({why})"
+    return None
+
+
 def load_config(home: Optional[Path | str] = None, agent_id: Optional[str] = None,
                 env: Optional[Mapping[str, str]] = None, config_path: Optional[Path] = None,
                 **overrides: Any) -> Config:
@@ -212,12 +258,19 @@ def load_config(home: Optional[Path | str] = None, agent_id: Optional[str] = Non
         else Path.home() / ".evoclaw")
     values: dict[str, Any] = (_read_file(Path(config_path), required=True) if config_path
                               else _read_file(config_file(home_path)))
+    url_source = (Path(config_path).name if config_path else "config.toml") \
+        if values.get("cloud_url") else None
     for var, field in ENV_VARS.items():
         if env.get(var):
             values[field] = env[var]
+            if field == "cloud_url":
+                url_source = f"the environment ({var})"
     if agent_id is not None:
         values["agent_id"] = agent_id
+    overrides.pop("cloud_url_problem", None)         # load_config's own finding, not a setting
     values.update({k: v for k, v in overrides.items() if v is not None})
+    if overrides.get("cloud_url") is not None:
+        url_source = "the arguments"
     values["home"] = str(home_path)
     try:
         config = msgspec.convert(values, Config, strict=False)
@@ -226,10 +279,7 @@ def load_config(home: Optional[Path | str] = None, agent_id: Optional[str] = Non
     validate_agent_id(config.agent_id)
     _check_numbers(config)
     if config.cloud_url:
-        try:
-            cloud_target(config.cloud_url)
-        except ValidationError as exc:
-            raise ConfigError(str(exc)) from None
+        config.cloud_url_problem = _cloud_url_problem(config.cloud_url, url_source)
     if config.encryption not in ("auto", "on", "off"):
         raise ConfigError("encryption must be 'auto', 'on' or 'off'")
     return config

@@ -4,9 +4,10 @@ The CLI turns any EvoclawError into one line on stderr and a non-zero exit statu
 message here must make sense on its own, without a traceback, and must never contain a
 credential.
 
-Exit statuses (documented in the README; 2 is click's usage error, so no error here uses it):
-1 other, 3 not found, 4 local store, 5 cloud, 6 keys/crypto, 7 LLM, 8 invalid input,
-9 configuration; the CLI adds 2 usage, 70 internal error, 130 interrupted.
+Exit statuses (the table is EXIT_TABLE in cli/plain.py, rendered in docs/cli.md; 2 is
+click's usage error, so no error here uses it): 1 other, 3 not found, 4 local store,
+5 cloud, 6 keys/crypto, 7 LLM, 8 invalid input, 9 configuration; the CLI adds 2 usage,
+70 internal error, 130 interrupted.
 """
 
 
@@ -21,13 +22,27 @@ class EvoclawError(Exception):
         `Error` (ValidationError -> "validation", DeviceRevoked -> "device_revoked")."""
         import re
         name = cls.__name__[:-5] if cls.__name__.endswith("Error") else cls.__name__
-        return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() or "error"
+        # A capital after a lower-case letter or digit starts a word; an acronym stays one
+        # (LLMError -> "llm", not "l_l_m").
+        return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower() or "error"
 
 
 class ConfigError(EvoclawError):
     """The configuration (file, environment or flags) is unusable."""
 
     exit_code = 9
+
+
+class LauncherError(EvoclawError, RuntimeError):
+    """sqld (`evoclaw-memory server`, cloud.sqld) could not be found, unpacked or started."""
+
+
+class PortInUseError(LauncherError, ConfigError):
+    """The port asked for is taken by another program: a setting to change (exit 9)."""
+
+    def __init__(self, port: "int | None"):
+        super().__init__(f"port {port} is in use")
+        self.port = port
 
 
 class ValidationError(EvoclawError):
@@ -48,6 +63,17 @@ class NotFoundError(EvoclawError):
     """A fact, node, task or file that was asked for does not exist."""
 
     exit_code = 3
+
+
+class NoPendingTask(NotFoundError, ValidationError):
+    """`hot --complete-task` (or a task update marked done) for a task that is not pending:
+    not found for the caller who asked (exit 3, code `not_found`), and still a refused
+    update to code that applies a batch of hot updates (distillation, legacy import), which
+    catches ValidationError and keeps the rest."""
+
+    @classmethod
+    def code(cls) -> str:
+        return NotFoundError.code()
 
 
 class StoreError(EvoclawError):
@@ -99,3 +125,8 @@ class LLMError(EvoclawError):
     """The LLM endpoint failed or answered something unusable (callers fall back)."""
 
     exit_code = 7
+
+
+class UnusableCloudWarning(UserWarning):
+    """The configured cloud URL cannot be used: the memory works locally, sync is off until
+    it is fixed (Memory.open warns; sync and restore raise ConfigError)."""

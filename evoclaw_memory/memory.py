@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Union
 
 from evoclaw_memory import durable, validate
-from evoclaw_memory.config import Config, load_config, private_dir, validate_agent_id
+from evoclaw_memory.config import (Config, load_config, private_dir, validate_agent_id,
+                                   warn_unusable_cloud)
 from evoclaw_memory.errors import ConfigError, NotFoundError, ValidationError
 from evoclaw_memory.lifecycle import cloud_side, distillation
 from evoclaw_memory.lifecycle.audience import AudienceControl
@@ -93,6 +94,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         (audit rows carry it); "subagent:NAME" opens a read-all, propose-only view."""
         if config is None:
             config = load_config(home=home, agent_id=agent_id, **overrides)
+            warn_unusable_cloud(config)     # a caller passing its config checks it itself
         validate_agent_id(config.agent_id)
         owns_llm = False
         if llm is None and config.llm_base_url:
@@ -194,13 +196,15 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
             raise NotFoundError(f"no fact {fact_id!r}")
         return fact
 
-    def supersede(self, old_id: str, new_id_: str) -> None:
-        """Mark `old_id` superseded by `new_id_`: kept for history, excluded from search."""
+    def supersede(self, old_id: str, new_id_: str, *, by: str = "") -> None:
+        """Mark `old_id` superseded by `new_id_`: kept for history, excluded from search.
+        by: the actor its audit row names (default: this Memory's)."""
         now = self.clock()
+        who = check_actor(by or self.actor)
         old, new = self.get(old_id), self.get(new_id_)
         if old.id == new.id:
             raise ValidationError("a fact cannot supersede itself")
-        self.warm.supersede(old, new, now)
+        self.warm.supersede(old, new, now, actor=who)
 
     # -- retrieval ---------------------------------------------------------------------------
 
@@ -349,9 +353,10 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
                          sync: Optional[bool] = None, consolidate: Optional[bool] = None,
                          remote=None) -> dict[str, Any]:
         """The end of a conversation, in one call: distill (LLM or rules) -> store facts ->
-        hot updates -> MEMORY.md -> quick consolidation when due (4 h) -> push when a cloud is
-        configured (offline: queued). `at`: when it took place (see `distill`). Returns a
-        report (see lifecycle.end_conversation)."""
+        hot updates -> MEMORY.md -> quick consolidation when due (4 h) -> push where `sync`
+        pushes: the cloud, or the local archive when none is configured (offline: queued;
+        sync=False: not pushed). `at`: when it took place (see `distill`). Returns a report
+        (see lifecycle.end_conversation)."""
         from evoclaw_memory.lifecycle.conversation import end_conversation
         validate.conversation(messages)
         when = None if at is None else validate.when("at", at)
@@ -543,6 +548,12 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
             self.store.wipe()
         self.store.conn.execute("VACUUM")
         self.config.memory_md_path.unlink(missing_ok=True)
+
+    def cloud_agents(self, remote=None) -> list:
+        """The agents the cloud holds (AgentSummary: devices, facts, last sync, encrypted),
+        from counts and metadata only: no key needed, one request."""
+        with cloud_side.remote_scope(self, remote, secure=False) as scoped:
+            return scoped.agents()
 
     def devices(self, remote=None) -> list:
         """Devices registered for this agent (no keys needed)."""

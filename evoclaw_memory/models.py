@@ -148,13 +148,25 @@ Method = Literal["llm-tree", "keyword-tree", "fts-warm", "fts-cold", "cold", "ur
 
 
 class RetrievalResult(msgspec.Struct):
-    """One retrieved fact with how it was found and how relevant it is (0..1)."""
+    """One retrieved fact with how it was found and how relevant it is.
+
+    `relevance` (0..1) follows the ranking: results come best first and each one's relevance
+    is at most that of every result above it, so sorting or cutting at a threshold keeps
+    the retriever's order (a cut keeps a prefix of the list). It is the smallest `coverage`
+    of this result and those ranked above it; a fact stated as the owner attribute the query
+    asks about ranks first at 1.0.
+    `coverage` (0..1): the share of the query's (IDF-weighted) words this fact holds by
+    itself (a fact under a path an LLM navigator chose holds at least half that path's
+    relevance), what `relevance` meant before; it does not follow the ranking (decay, the
+    tree, feedback and the entity graph also rank). None for the owner-attribute fact.
+    `score`: the ranking's own figure (unbounded, higher first)."""
 
     fact: Fact
     method: str
     path: Optional[str]
     relevance: float
     score: float
+    coverage: Optional[float] = None
 
 
 class PathChoice(msgspec.Struct):

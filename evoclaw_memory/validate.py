@@ -387,18 +387,35 @@ def cloud_target(value: Any) -> tuple[str, str]:
     file in the current folder would sync in plain text to the wrong place, silently."""
     url = text("cloud URL", value, max_len=2048).strip()
     lowered = url.lower()
+    shown = _show(url, 60)
     if lowered.startswith(CLOUD_SCHEMES):
-        return "network", url
+        what = _network_url_problem(url)
+        if what is None:
+            return "network", url
+        raise ValidationError(f"cloud URL {shown} {what}: use {CLOUD_FORMS}")
     if lowered.startswith("file:"):
         path = url[len("file://"):] if lowered.startswith("file://") else url[len("file:"):]
         if path:
             return "file", path
     elif url.startswith(("/", "~/", "./", "../")) or url in (".", "~"):
         return "file", url
-    shown = _show(url, 60)
     scheme = url.split("://", 1)[0] + "://" if "://" in url else None
     what = f"has an unsupported scheme ({scheme})" if scheme else "is neither a URL nor a path"
     raise ValidationError(f"cloud URL {shown} {what}: use {CLOUD_FORMS}")
+
+
+def _network_url_problem(url: str) -> Optional[str]:
+    """Why a libsql/http(s)/ws(s) URL cannot be reached (a typo such as `http://exa mple`),
+    or None: caught here as a configuration error, not after minutes of network retries."""
+    from urllib.parse import urlsplit
+    if any(char.isspace() for char in url):
+        return "contains a space"
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018  (raises ValueError for a port like ":abc")
+    except ValueError:
+        return "has an invalid port"
+    return None if parts.hostname else "has no host name"
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)")

@@ -13,7 +13,8 @@ import argparse
 import sys
 
 from evoclaw_memory.cloud.sqld import (LauncherError, SqldServer, find_sqld, free_port,
-                                       run_until_stopped, sign_jwt)
+                                       install_stop_handlers, run_until_stopped, sign_jwt,
+                                       stopped_line)
 
 __all__ = ["LauncherError", "SqldServer", "find_sqld", "free_port", "main", "sign_jwt"]
 
@@ -29,19 +30,26 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     server = SqldServer(args.data, args.port or None, host=args.host, auth=not args.no_auth,
                         die_with_parent=False)
+    install_stop_handlers()
+    # One guarded block, as `evoclaw-memory server`: a stop at any point stops sqld.
     try:
-        server.start()
+        server.start()          # PortInUseError (before any token is printed) on a taken port
+        print(f"sqld {server.url}  (pid {server.pid}, data {server.data_dir.resolve()})")
+        print(f"TURSO_DATABASE_URL={server.url}")
+        if server.auth:
+            print(f"TURSO_AUTH_TOKEN={server.mint_token('rw', args.expires_in)}")
+            print(f"read-only token:  {server.mint_token('ro', args.expires_in)}")
+        print("Ctrl-C to stop", flush=True)
+        return run_until_stopped(server)
     except LauncherError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(f"sqld {server.url}  (pid {server.pid}, data {server.data_dir.resolve()})")
-    print(f"TURSO_DATABASE_URL={server.url}")
-    if server.auth:
-        print(f"TURSO_AUTH_TOKEN={server.mint_token('rw', args.expires_in)}")
-        print(f"read-only token:  {server.mint_token('ro', args.expires_in)}")
-    print("Ctrl-C to stop", flush=True)
-    return run_until_stopped(server)
-
+        return e.exit_code
+    except KeyboardInterrupt as stop:       # a signal before the wait began
+        server.stop()
+        print(stopped_line(stop, server), flush=True)
+        return 0
+    finally:
+        server.stop()
 
 if __name__ == "__main__":
     sys.exit(main())

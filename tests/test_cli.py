@@ -5,14 +5,10 @@ Every test runs against a real SQLite file in a temporary EVOCLAW_HOME (the `hom
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
 
 from evoclaw_memory.cli.common import translate as _translate
 from evoclaw_memory.cli.main import cli
@@ -24,36 +20,7 @@ SQL_NASTIES = ["'; DROP TABLE facts; --", '" OR 1=1', "*", "NEAR(", "\"", "a AND
 
 
 
-@pytest.fixture
-def run(home):
-    """Invoke the CLI in-process; returns the click Result (stdout and stderr separate)."""
-    runner = CliRunner()
-
-    def invoke(*args, input=None, env=None):
-        return runner.invoke(cli, list(args), input=input, env=env, catch_exceptions=False)
-
-    return invoke
-
-
-def script() -> str:
-    found = Path(sys.executable).parent / "evoclaw-memory"
-    return str(found) if found.exists() else (shutil.which("evoclaw-memory") or "evoclaw-memory")
-
-
-@pytest.fixture
-def sh(home):
-    """Run the installed console script in a subprocess with EVOCLAW_HOME = home."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TURSO_DATABASE_URL", "TURSO_AUTH_TOKEN", "EVOCLAW_LLM_BASE_URL",
-                        "EVOCLAW_LLM_MODEL", "EVOCLAW_LLM_API_KEY", "EVOCLAW_AGENT_ID",
-                        "EVOCLAW_DEBUG")}
-    env["EVOCLAW_HOME"] = str(home)
-
-    def call(*args, input=None, extra_env=None):
-        return subprocess.run([script(), *args], input=input, capture_output=True, text=True,
-                              env={**env, **(extra_env or {})}, timeout=60)
-
-    return call
+# `run` (the CLI in-process) and `sh` (the installed console script): tests/conftest.py.
 
 
 def one_error_line(stderr: str) -> str:
@@ -99,7 +66,8 @@ def test_store_retrieve_round_trip_json(run):
     data = json.loads(result.stdout)
     assert isinstance(data, list) and len(data) == 1
     item = data[0]
-    assert set(item) == {"id", "text", "category", "method", "path", "relevance", "score", "tier"}
+    assert set(item) == {"id", "text", "category", "method", "path", "relevance", "score",
+                         "coverage", "tier"}
     assert item["id"] == fact_id
     assert item["category"] == "owner/preferences"
     assert item["tier"] == "warm"
@@ -235,10 +203,14 @@ def test_hot_update_malformed_json_changes_nothing(run, home):
     md = home / "agents" / "default" / "workspace" / "MEMORY.md"
     before_md = md.read_bytes()
     before = run("hot", "--json").stdout
-    for bad in ('{"text": "x"', "not json", "", '{"text": }'):
+    # Plain text is a lesson's text (tests/test_cli_small_things.py); a JSON object that
+    # does not parse, or nothing at all, is refused with the right form shown.
+    for bad in ('{"text": "x"', "", '{"text": }', "{not json"):
         result = run("hot", "--update", "lesson", bad)
         assert result.exit_code == 8
-        assert "malformed JSON" in one_error_line(result.stderr)
+        line = one_error_line(result.stderr)
+        assert "hot --update lesson takes a JSON object" in line
+        assert ("malformed JSON" in line) == bool(bad)
         assert result.stdout == ""
     assert run("hot", "--json").stdout == before
     assert md.read_bytes() == before_md
@@ -266,7 +238,7 @@ def test_hot_tasks_and_rebuild(run, home):
     assert done.exit_code == 0, done.output
     assert "Renew the domain" not in run("hot").stdout
     missing = run("hot", "--complete-task", "nope")
-    assert missing.exit_code == 8
+    assert missing.exit_code == 3           # not found, as the exit table says
     one_error_line(missing.stderr)
     rebuilt = run("hot", "--rebuild")
     path = Path(rebuilt.stdout.strip())
@@ -371,7 +343,7 @@ def test_validate_exit_statuses(run, tmp_path):
     clean.write_text("# 2025-11-30\n\n- Had a quiet day.\n")
     ok = run("validate", str(clean))
     assert ok.exit_code == 0, ok.output
-    assert ok.stdout == ""
+    assert ok.stdout.startswith(f"{clean}: complete (")
     messy = tmp_path / "messy.md"
     messy.write_text("# 2025-11-30\n\n- Installed nginx on the server.\n"
                      "- Deployed the new API to production.\n"
@@ -388,7 +360,7 @@ def test_validate_exit_statuses(run, tmp_path):
 
 def test_validate_missing_file(run, tmp_path):
     result = run("validate", str(tmp_path / "nope.md"))
-    assert result.exit_code == 8
+    assert result.exit_code == 3            # a missing file is not found, as a fact
     one_error_line(result.stderr)
 
 

@@ -70,6 +70,12 @@ CASES = [
     (["--home", "{under_file}", "retrieve", "x"], None, FAST),
     (["--json", "--home", "{under_file}", "store", "--text", "x"], None, FAST),
     (["--config", "{config}", "retrieve", "tea"], None, FAST),
+    # --home after the command too, like --agent-id and --json (issue 27, item 8); the
+    # command's wins over the group's.
+    (["retrieve", "hose", "--home", "{home}/elsewhere"], None, FAST),
+    (["--home", "{under_file}", "retrieve", "hose", "--home", "{home}"], None, FAST),
+    (["store", "--json", "--text", "x", "--home", "{under_file}"], None, FAST),
+    (["hot", "--home", "{home}/elsewhere", "--json"], None, FAST),
     (["context", "tea"], None, FAST),
     (["context", "--json", "-n", "3", "--audience", "shared", "hose"], None, FAST),
     (["context"], None, FAST),
@@ -104,6 +110,7 @@ CASES = [
     (["retrieve", "--", "-tea"], None, CLICK),
     (["retrieve", "--help"], None, CLICK),
     (["--home", "{file}", "retrieve", "x"], None, CLICK),                # a bad --home
+    (["retrieve", "x", "--home", "{file}"], None, CLICK),
     (["--config", "{home}/missing.toml", "retrieve", "x"], None, CLICK),
     (["context", "--audience", "everyone"], None, CLICK),
     (["hot", "--update", "lesson", LESSON, "--rebuild"], None, CLICK),

@@ -116,8 +116,10 @@ def test_a_relayed_command_prints_what_its_own_process_prints(argv, stdin, path,
             results.append(_cli(argv, stdin, home, where))
     assert results[0] == results[1]
     assert "Traceback" not in results[0][1]
-    # Runs elsewhere: another agent's command, a home the relay does not listen in.
-    elsewhere = "other" in argv or "{under_file}" in argv
+    # Runs elsewhere: another agent's command, a home the relay does not listen in (the
+    # last --home, before or after the command, is the one the command uses).
+    homes = [value for flag, value in zip(argv, argv[1:]) if flag == "--home"]
+    elsewhere = "other" in argv or bool(homes and homes[-1] != "{home}")
     assert served == (0 if elsewhere else 1)
 
 
@@ -366,3 +368,170 @@ def test_serve_says_in_its_started_line_why_its_relay_is_off(agent_home):
         assert os.path.exists(path)
     finally:
         other.close()
+
+
+# -- however the agent and home were chosen (issue 27, item 6) -------------------------------
+
+def _config_agent(home: Path, agent: str = "sam", name: str = "config.toml") -> Path:
+    """The README's way of choosing the agent: config.toml, written as a person writes it."""
+    path = home / name
+    path.write_text(
+        f'# this device\nagent_id = "{agent}"   # the agent\n\n[warm]\nmax_bytes = 4000000\n')
+    return path
+
+
+@pytest.mark.parametrize("how", ["config.toml", "--config", "EVOCLAW_AGENT_ID",
+                                 "--agent-id after the command",
+                                 "--home and --agent-id after the command"])
+def test_a_command_for_the_agent_serve_serves_is_relayed_however_it_was_chosen(
+        how, agent_home, tmp_path):
+    home, env = agent_home, _env(agent_home)
+    before: list[str] = []          # the options before the command, and after it
+    after: list[str] = []
+    if how == "config.toml":
+        _config_agent(home)
+    elif how == "--config":
+        before = ["--config", str(_config_agent(tmp_path, name="sam.toml"))]
+    elif how == "EVOCLAW_AGENT_ID":
+        env["EVOCLAW_AGENT_ID"] = "sam"
+    elif how == "--agent-id after the command":
+        after = ["--agent-id", "sam"]
+    else:
+        env["EVOCLAW_HOME"] = str(tmp_path / "elsewhere")
+        after = ["--home", str(home), "--agent-id", "sam"]
+    Memory.open("sam", home=home).close()          # serve has opened its agent's memory
+    with relaying("sam", str(home)) as server:
+        out, err, status = _cli([*before, "store", "--text", "Sam waters the ferns on Fridays",
+                                 *after], None, home, tmp_path, env=env)
+        found = _cli([*before, "retrieve", "ferns", *after], None, home, tmp_path, env=env)
+        assert server is not None and server.served == 2       # both ran in the relay
+        assert server.summary() == "2 CLI command(s) relayed"
+    assert (status, err) == (0, "") and "<id>" in out
+    assert found[2] == 0 and "Sam waters the ferns on Fridays" in found[0]
+    with Memory.open("sam", home=home) as mem:
+        assert [f.text for f in mem.facts(limit=10)] == ["Sam waters the ferns on Fridays"]
+
+
+def test_the_socket_is_found_from_flags_anywhere_before_the_double_dash(tmp_path,
+                                                                        monkeypatch):
+    for name in ("EVOCLAW_HOME", "EVOCLAW_AGENT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    at = relay._socket_for
+    assert at(["store", "--text", "x", "--home", "/h", "--agent-id", "sam"]) == \
+        "/h/agents/sam/serve.sock"
+    assert at(["--home", "/a", "--agent-id", "x", "retrieve", "q", "--agent-id=y"]) == \
+        "/a/agents/y/serve.sock"                                # the command's flag wins
+    assert at(["--home", "/a", "retrieve", "--", "--home", "/b", "--agent-id", "z"]) == \
+        "/a/agents/default/serve.sock"                          # after -- is an argument
+    assert at(["retrieve", "q", "--home", "rel"]) is None       # relative: not relayed
+    monkeypatch.setenv("EVOCLAW_HOME", str(tmp_path))
+    _config_agent(tmp_path, "kim")
+    assert at(["hot"]) == str(tmp_path / "agents" / "kim" / "serve.sock")
+    monkeypatch.setenv("EVOCLAW_AGENT_ID", "lee")               # the environment wins
+    assert at(["hot"]) == str(tmp_path / "agents" / "lee" / "serve.sock")
+
+
+@pytest.mark.parametrize("text,agent", [
+    ('agent_id = "sam"\n', "sam"),
+    ("agent_id='sam'  # literal\n", "sam"),
+    ('"agent_id" = "sam"\n', "sam"),
+    ('# agent_id = "old"\n\n[cloud]\nurl = "http://x"\n', None),
+    ('[llm]\nmodel = "m"\nagent_id = "sam"\n', None),            # not top level
+    ('agent_id = "s\\u0061m"\n', "sam"),                         # an escape: tomllib
+    ('notes = """\n[x]\n"""\nagent_id = "sam"\n', "sam"),        # multi-line: tomllib
+    ('agent_id = "sam" x\n', None),                              # not TOML at all
+    ("workspace = '/w'\n", None),
+])
+def test_the_agent_in_a_config_file_is_read_as_toml_reads_it(text, agent, tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    assert relay.configured_agent(str(path)) == agent
+
+
+def test_reading_the_agent_from_config_toml_imports_no_toml_parser(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    _config_agent(home)
+    code = ("import sys\n"
+            "from evoclaw_memory.cli import relay\n"
+            "before = set(sys.modules)\n"
+            "print(relay._socket_for(['hot']))\n"
+            "print(sorted(set(sys.modules) - before))\n")
+    env = {**_env(home), "EVOCLAW_HOME": str(home)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    path, modules = proc.stdout.splitlines()[-2:]
+    assert path == str(home / "agents" / "sam" / "serve.sock")
+    assert eval(modules) == []              # tomllib would bring typing, datetime, re...
+
+
+def _doctor_relay(home: Path, tmp_path: Path, env: dict | None = None) -> dict:
+    proc = subprocess.run([_script(), "doctor", "--offline", "--json"], capture_output=True,
+                          text=True, env=env or _env(home), timeout=60, cwd=tmp_path)
+    import json
+    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    return checks["relay"]
+
+
+def test_serve_of_a_config_toml_agent_relays_counts_and_doctor_sees_it(seeded, tmp_path):
+    """The reported case end to end: the agent is chosen in config.toml only; the real serve
+    runs the CLI's store, doctor names its pid and socket, and the stop line counts what it
+    ran and what it declined (a command from another time zone runs in its own process)."""
+    home = tmp_path / "home"
+    shutil.copytree(seeded, home)
+    _config_agent(home)
+    env = _env(home)
+    path = relay.socket_path(str(home), "sam")
+    assert _doctor_relay(home, tmp_path) == {
+        "name": "relay", "ok": True, "fix": "",
+        "detail": "no relay: no `serve` runs for agent sam (each per-turn command starts its "
+                  "own process)"}
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "wb") as out:
+        proc = subprocess.Popen([_script(), "serve", "--no-sync", "--no-consolidate"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=out, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while "started:" not in log_path.read_text() and proc.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert f"; CLI relay on {path}" in log_path.read_text()
+        out_, err, status = _cli(["store", "--text", "Kim feeds the cat at six"], None, home,
+                                 tmp_path)
+        assert (status, err) == (0, "")
+        assert _cli(["hot"], None, home, tmp_path, env=_in_another_time_zone(home))[2] == 0
+        check = _doctor_relay(home, tmp_path)
+        assert check["ok"] and check["detail"] == (
+            f"active: serve (pid {proc.pid}) relays agent sam's per-turn commands on {path}; "
+            "1 relayed, 1 declined since it started")
+        other_tz = _doctor_relay(home, tmp_path, env=_in_another_time_zone(home))
+        assert not other_tz["ok"] and other_tz["detail"].endswith(
+            "declines this agent's commands from here: another HOME or TZ")
+        assert other_tz["fix"] == "run serve with the same HOME and TZ as the agent"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    log = log_path.read_text()
+    assert "relay: a CLI command runs in its own process (declined: another HOME or TZ)" in log
+    assert "stopped on SIGTERM; 1 CLI command(s) relayed, 1 declined (1 another HOME or TZ); " \
+           "outbox" in log
+    with Memory.open("sam", home=home) as mem:
+        assert [f.text for f in mem.facts(limit=10)] == ["Kim feeds the cat at six"]
+
+
+def test_doctor_fails_the_relay_check_for_a_serve_that_takes_no_command(agent_home,
+                                                                      tmp_path):
+    path = relay.socket_path(str(agent_home), "default")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(4)                  # listening, never accepting: a SIGSTOPped serve
+    try:
+        check = _doctor_relay(agent_home, tmp_path)
+    finally:
+        listener.close()
+    assert not check["ok"] and check["detail"].startswith(f"a serve holds {path} but does not")
+    assert check["fix"] == "restart serve (e.g. `systemctl restart evoclaw-memory@default`)"
+    stale = _doctor_relay(agent_home, tmp_path)                  # the file is left behind
+    assert stale["ok"] and stale["detail"].startswith(f"no relay: nothing answers on {path}")
+

@@ -1,5 +1,5 @@
 """The conversation lifecycle: end_conversation (distill -> store -> hot -> MEMORY.md ->
-consolidate when due -> push when configured) and the example agent loop across two runs."""
+consolidate when due -> push where `sync` pushes) and the example agent loop across two runs."""
 
 from __future__ import annotations
 
@@ -46,8 +46,11 @@ def test_end_conversation_reports_every_step(mem):
     assert report["bytes"]["memory_md"] == mem.config.memory_md_path.stat().st_size
     assert report["llm_calls"] == 0                       # no LLM configured: rules
     assert report["consolidation"]["mode"] == "quick"     # never ran before: due
-    assert report["sync"]["status"] == "off"              # no cloud configured
-    assert report["outbox_depth"] == mem.store.outbox_depth() > 0
+    # No cloud configured: pushed where `sync` pushes, the local archive.
+    assert report["sync"]["status"] == "pushed"
+    assert report["sync"]["target"] == "local archive"
+    assert report["sync"]["where"] == str(Path(mem.config.home) / "cloud.db")
+    assert report["outbox_depth"] == mem.store.outbox_depth() == 0
     # The next conversation reinforces what it repeats, and consolidation is not due yet.
     again = mem.end_conversation(CONVERSATION[:1])
     assert again["counts"]["added"] == 0 and again["counts"]["reinforced"] >= 1
@@ -131,7 +134,7 @@ def test_distill_store_command_reports_the_lifecycle(home):
                                       json.dumps(CONVERSATION)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["counts"]["added"] >= 2 and data["sync"]["status"] == "off"
+    assert data["counts"]["added"] >= 2 and data["sync"]["status"] == "pushed"
 
 
 # -- the example agent loop, against a local OpenAI-compatible server --------------------------

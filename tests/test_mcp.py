@@ -42,12 +42,14 @@ def resource_text(result) -> str:
     return "".join(getattr(c, "text", "") for c in result.contents)
 
 
-def run_session(home: Path, agent: str, body, timeout: float = 60.0):
-    params = StdioServerParameters(command=script(), args=["mcp", "--agent-id", agent],
+def run_session(home: Path, agent: str, body, timeout: float = 60.0, args=(), errlog=None):
+    """`body(session)` against `evoclaw-memory mcp --agent-id AGENT *args` over stdio; the
+    server's stderr (its log) goes to `errlog` (a file) when given."""
+    params = StdioServerParameters(command=script(), args=["mcp", "--agent-id", agent, *args],
                                    env={"EVOCLAW_HOME": str(home), "EVOCLAW_ENCRYPTION": "off"})
 
     async def main():
-        async with stdio_client(params) as (read, write):
+        async with stdio_client(params, errlog=errlog or sys.stderr) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 return await body(session)
@@ -86,7 +88,8 @@ def test_tools_and_resources_over_a_real_stdio_session(home):
                                         "appointment on 12 December."},
             {"role": "assistant", "content": "Noted."}]}))
         assert report["counts"]["added"] >= 1
-        assert report["sync"]["status"] == "off"          # no cloud configured
+        assert report["sync"]["target"] == "local archive"   # no cloud: where `sync` pushes
+        assert report["sync"]["status"] == "pushed"
         assert report["bytes"]["memory_md"] > 0
 
         context = text_of(await session.call_tool("get_context", {"query": "dentist"}))
@@ -107,7 +110,7 @@ def test_tools_and_resources_over_a_real_stdio_session(home):
 
         bad = await session.call_tool("update_hot", {"key": "nonsense", "value": {}})
         # The key is an enum in the tool's schema: the SDK refuses it before the library runs.
-        assert is_error(bad) and "'identity'" in text_of(bad)
+        assert is_error(bad) and '"identity"' in text_of(bad)
         assert "Traceback" not in text_of(bad)
 
         uris = {str(r.uri) for r in (await session.list_resources()).resources}

@@ -180,13 +180,13 @@ def test_restore_over_unsynced_work_is_refused_with_the_count(run, home):
     refused = run("restore", "--force")
     assert refused.exit_code == ValidationError.exit_code
     line = error_line(refused)
-    assert "1 change(s)" in line and "sync" in line and "--discard-unsynced" in line
+    assert "has 1 fact not yet synced" in line and "sync" in line and "--discard-unsynced" in line
     assert "pond pump" in ok(run("retrieve", "pond pump")).stdout       # nothing changed
     status = json.loads(ok(run("sync", "--status", "--json")).stdout)
     assert status["outbox_depth"] == 1
 
     dropped = ok(run("restore", "--force", "--discard-unsynced", "--json"))
-    assert "1 change(s) not synced yet will be discarded" in dropped.stderr
+    assert "1 fact not synced yet will be discarded" in dropped.stderr
     assert json.loads(dropped.stdout)["discarded_unsynced"] == 1
     assert not list(db_path(home).parent.glob("memory.db.damaged-*"))   # a healthy db stays
     assert "pond pump" not in ok(run("retrieve", "pond pump")).stdout
@@ -199,7 +199,8 @@ def test_library_restore_refuses_unsynced_without_discard(home):
         mem.sync()
         mem.remember("not pushed yet", category="misc")
         mem.update_hot("task", {"text": "water the figs"})
-        with pytest.raises(ValidationError, match=r"2 change\(s\).*--discard-unsynced"):
+        with pytest.raises(ValidationError, match=r"1 fact and a hot memory/category tree "
+                                                  r"change not yet synced.*--discard-unsynced"):
             mem.restore(force=True)
         assert mem.store.outbox_depth() == 2 and mem.store.count_facts() == 2
         report = mem.restore(force=True, discard_unsynced=True)

@@ -10,7 +10,8 @@ One loop, one agent, one line of log per action:
 - SIGTERM / SIGINT stop it between actions: what is running finishes (each step is one local
   transaction), queued work stays in the outbox (a last push is tried when online), exit 0.
 A revoked device stops at once (its memory has been wiped) with a non-zero status, and so do
-errors no retry can fix, after one clear log line (see EXIT_*; README, "Background service").
+errors no retry can fix, after one clear log line (see EXIT_*; docs/connecting-an-agent.md,
+"Background service").
 The service syncs through the memory's held remote: one HTTP client and connection for its
 whole life, the schema check remembered, so a heartbeat is one request. While it runs, the
 agent's per-turn CLI commands may run in it (a `relay`, cli.relay_server), so that each costs
@@ -53,6 +54,9 @@ class Relay(Protocol):
     def start(self) -> Optional[str]: ...     # None when listening, else why it is off
 
     def close(self) -> None: ...              # stop, letting running commands finish
+
+    def summary(self) -> str: ...             # "N CLI command(s) relayed[, M declined (...)]"
+    #                                           or "" when no command came
 
 
 class Fatal(Exception):
@@ -248,7 +252,7 @@ class Service:
                 return exc.status
             depth = mem.store.outbox_depth()
         self._say(f"stopped{f' on {self.stop_reason}' if self.stop_reason else ''}; "
-                  f"{f'{relayed} CLI command(s) relayed; ' if relayed else ''}outbox "
+                  f"{f'{relayed}; ' if relayed else ''}outbox "
                   f"{depth} change(s) queued" + (" for the next start" if depth else ""))
         return 0
 
@@ -263,13 +267,13 @@ class Service:
             return f"; CLI relay off ({off})"
         return f"; CLI relay on {self.relay.path}"
 
-    def _close_relay(self) -> int:
-        """Close the relay (if on); how many commands it ran."""
+    def _close_relay(self) -> str:
+        """Close the relay (if on); what it did ("" when it was off or nobody asked)."""
         relay, self.relay = self.relay, None
         if relay is None:
-            return 0
+            return ""
         relay.close()
-        return relay.served
+        return relay.summary()
 
     def stop(self, reason: str = "") -> None:
         self.stop_reason = self.stop_reason or reason

@@ -24,7 +24,9 @@ def mcp_command(ctx: click.Context, actor: Optional[str] = None) -> None:
 
     \b
     Tools: get_context, retrieve, remember, end_conversation, update_hot, show_tree,
-    sync, sync_status. Resources: evoclaw://memory/MEMORY.md, evoclaw://memory/tree,
+    entities, list_facts, history, sync_status, and for the main agent sync, forget,
+    edit_fact; a sub-agent (--actor) gets propose_memory instead of those three.
+    Resources: evoclaw://memory/MEMORY.md, evoclaw://memory/tree,
     evoclaw://memory/tree.json. Logs go to stderr; stdout carries the protocol.
     """
     from evoclaw_memory.errors import ValidationError
@@ -58,7 +60,7 @@ def serve_command(ctx: click.Context, heartbeat: float, quick_every: float, retr
     quick every 4 h, daily after local midnight, monthly after the 1st. One log line per
     action on stderr. SIGTERM / SIGINT stop it cleanly: queued work stays in the outbox.
     """
-    from evoclaw_memory.agent.service import configure_logging, run_service
+    from evoclaw_memory.agent.service import configure_logging, log, run_service
     from evoclaw_memory.cli.relay_server import RelayServer
     if cli_state(ctx).json:
         from evoclaw_memory.errors import ValidationError
@@ -72,7 +74,8 @@ def serve_command(ctx: click.Context, heartbeat: float, quick_every: float, retr
         # start-up to pay); see cli.relay.
         status = run_service(mem, once=once, heartbeat=heartbeat, quick_every=quick_every,
                              retry_min=retry_min, consolidate=not no_consolidate,
-                             sync=not no_sync, relay=RelayServer(mem.agent_id, mem.config.home))
+                             sync=not no_sync,
+                             relay=RelayServer(mem.agent_id, mem.config.home, logger=log))
     ctx.exit(status)
 
 

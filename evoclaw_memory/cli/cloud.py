@@ -62,8 +62,10 @@ def sync(ctx: click.Context, status: bool, verify: bool) -> None:
         try:
             report = _with_secret(lambda p, r: _sync_with(mem, p, r), recovery=False)
         except Unavailable as exc:
-            raise Unavailable(f"{exc}; {mem.store.outbox_depth()} change(s) stay queued and "
-                              "will be sent at the next sync") from None
+            from evoclaw_memory.cloud.restore import describe_unsynced
+            queued = describe_unsynced(mem.store)
+            raise Unavailable(f"{exc}; {queued} stay queued and will be sent at the next sync"
+                              if queued else f"{exc}; nothing was waiting to be sent") from None
         if found is not None:
             # What was re-pushed is checked again (one more request, only after a loss):
             # "verified" means the cloud now holds it, not that a push was acknowledged.
@@ -158,37 +160,91 @@ def restore(ctx: click.Context, full: bool, force: bool, discard_unsynced: bool,
             use_recovery: bool) -> None:
     """Rebuild this device's memory (hot, tree, MEMORY.md, warm facts) from the cloud.
 
-    Nothing local changes until the keys are unlocked and the cloud's memory is fetched."""
-    from evoclaw_memory.cloud.restore import unsynced_at_risk
+    Nothing local changes until the keys are unlocked and the cloud's memory is fetched;
+    a restore that fails leaves no new agent folder behind."""
+    from evoclaw_memory.cloud.restore import describe_unsynced, resuming, unsynced_at_risk
     from evoclaw_memory.memory import Memory
     config = command_config(ctx)
-    # --force is also the way out of a damaged database (it is set aside, never deleted).
-    with Memory.open(config=config, recover_damaged=force) as mem:
-        at_risk = unsynced_at_risk(mem.store)
-        if at_risk and discard_unsynced:     # without the flag the refusal names the count
-            click.echo(f"{at_risk} change(s) not synced yet will be discarded by this restore "
-                       "(--discard-unsynced)", err=True)
+    created = _paths_to_create(config)
+    landed = False
+    try:
+        # --force is also the way out of a damaged database (it is set aside, never deleted).
+        with Memory.open(config=config, recover_damaged=force) as mem:
+            try:
+                unsynced = describe_unsynced(mem.store) if unsynced_at_risk(mem.store) else ""
+                if unsynced and discard_unsynced:   # without the flag the refusal names them
+                    click.echo(f"{unsynced} not synced yet will be discarded by this restore "
+                               "(--discard-unsynced)", err=True)
 
-        def run(passphrase, recovery_key):
-            if use_recovery and not recovery_key:
-                recovery_key = os.environ.get("EVOCLAW_RECOVERY_KEY") or (
-                    _ask_secret("Recovery key") if _interactive() else None)
-            with progress_bar(ctx, "restoring") as bar:
-                return mem.restore(full=full, force=force, discard_unsynced=discard_unsynced,
-                                   progress=bar.update, passphrase=passphrase,
-                                   recovery_key=recovery_key)
+                def run(passphrase, recovery_key):
+                    if use_recovery and not recovery_key:
+                        recovery_key = os.environ.get("EVOCLAW_RECOVERY_KEY") or (
+                            _ask_secret("Recovery key") if _interactive() else None)
+                    with progress_bar(ctx, "restoring") as bar:
+                        return mem.restore(full=full, force=force,
+                                           discard_unsynced=discard_unsynced,
+                                           progress=bar.update, passphrase=passphrase,
+                                           recovery_key=recovery_key)
 
-        report = _with_secret(run, recovery=use_recovery)
-        rejected = list(getattr(report, "rejected", []) or [])
-    emit(ctx, report, lambda: click.echo(
-        f"restored agent {report.agent_id}: remote version {report.remote_version}, "
-        f"{report.warm_facts} warm fact(s), {report.archive_facts} in the archive"
-        f"{f', {report.mirrored_facts} mirrored' if full else ''} in {report.seconds:.2f} s"
-        + (f"; {report.discarded_unsynced} unsynced change(s) discarded"
-           if report.discarded_unsynced else "")
-        + (f"; {len(rejected)} damaged row(s) skipped" if rejected else "")))
+                report = _with_secret(run, recovery=use_recovery)
+            except BaseException:
+                # A --full mirror cut halfway has landed: its folder is kept to resume.
+                landed = not mem.store.is_empty() or resuming(mem.store)
+                raise
+    except BaseException:
+        if not landed:
+            _remove_created(created)
+        raise
+    rejected = list(getattr(report, "rejected", []) or [])
+    emit(ctx, report, lambda: click.echo(_restored_line(report, full, unsynced)))
     for line in rejected:
         click.echo(f"warning: {line}", err=True)
+
+
+def _restored_line(report, full: bool, unsynced: str) -> str:
+    """The human summary of a restore. With --full, the facts now on this device (warm and
+    mirrored alike: the mirror's own count leaves out what the fast path already brought)."""
+    held = (f"{report.local_facts} of the archive's {report.archive_facts} fact(s) on this "
+            f"device ({report.warm_facts} warm)" if full else
+            f"{report.warm_facts} warm fact(s), {report.archive_facts} in the archive")
+    rejected = len(getattr(report, "rejected", []) or [])
+    return (f"restored agent {report.agent_id}: remote version {report.remote_version}, "
+            f"{held} in {report.seconds:.2f} s"
+            + (f"; discarded {unsynced or 'the changes'} not yet synced"
+               if report.discarded_unsynced else "")
+            + (f"; {rejected} damaged row(s) skipped" if rejected else ""))
+
+
+def _paths_to_create(config) -> tuple[list, list]:
+    """What opening this agent's memory will create: (files, folders), folders innermost
+    first: its folder (and `agents/` above it) when missing, else the database files when
+    missing. An existing memory is never listed."""
+    from pathlib import Path
+    from evoclaw_memory.store.opening import marker_path
+    folder = Path(config.agent_dir)
+    if not folder.exists():
+        return [], [folder] + ([folder.parent] if not folder.parent.exists() else [])
+    db = Path(config.db_path)
+    if db.exists():
+        return [], []
+    return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"),
+            marker_path(db)], []
+
+
+def _remove_created(created: tuple[list, list]) -> None:
+    """Remove what a failed restore created (a new agent's empty memory and its marker):
+    following the advice of the error then starts from where the owner was."""
+    import shutil
+    files, folders = created
+    for path in files:
+        path.unlink(missing_ok=True)
+    if folders:
+        shutil.rmtree(folders[0], ignore_errors=True)    # the agent's own, new folder
+    for folder in folders[1:]:          # `agents/`, made for it: only when left empty
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 # -- cold ------------------------------------------------------------------------------------
@@ -277,8 +333,9 @@ def devices_revoke(ctx: click.Context, device_id: str, this_device: bool, yes: b
                                   "the next sync; add --this-device if that is what you want")
         if not yes:
             if not _interactive():
-                raise ValidationError("revoking a device cannot be undone: add --yes to revoke "
-                                      "without a question (scripts), or run it on a terminal")
+                raise click.UsageError("revoking a device cannot be undone: add --yes to "
+                                       "revoke without a question (scripts), or run it on a "
+                                       "terminal")     # "needs --yes" is usage (2) everywhere
             names = {d.device_id: d.name for d in mem.devices()}
             label = f"{device_id} ({names[device_id]})" if names.get(device_id) else device_id
             click.confirm(f"Revoke {label}? It wipes its memory at its next sync and can push "
@@ -323,7 +380,8 @@ def _new_passphrase() -> str:
 
 @key_group.command("init")
 @click.option("--device-name", metavar="NAME", default=None,
-              help="A name for this device in `devices list` [default: the hostname].")
+              help="A name for this device in `devices list` [default: the hostname and the "
+                   "first 4 hex characters of the device id, e.g. raspberrypi-3f9a].")
 @common_options
 @click.pass_context
 def key_init(ctx: click.Context, device_name: Optional[str]) -> None:

@@ -116,6 +116,11 @@ def _set_agent_id(ctx: click.Context, _param: click.Parameter, value: Optional[s
         cli_state(ctx).agent_id = value
 
 
+def _set_home(ctx: click.Context, _param: click.Parameter, value: Optional[str]) -> None:
+    if value is not None:
+        cli_state(ctx).home = value
+
+
 def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if value:
         cli_state(ctx).json = True
@@ -151,23 +156,39 @@ def require_llm(ctx: click.Context) -> None:
 
 
 def common_options(f: Callable) -> Callable:
-    """--agent-id and --json on a subcommand too (agents put flags anywhere); these win."""
+    """--agent-id, --home and --json on a subcommand too (agents put flags anywhere); these
+    win over the group's."""
     f = click.option("--json", "json_", is_flag=True, expose_value=False, callback=_set_json,
                      help="Print one JSON document on stdout (for scripts and agents).")(f)
+    f = click.option("--home", metavar="DIR", expose_value=False, callback=_set_home,
+                     type=click.Path(file_okay=False),
+                     help="Data folder (overrides the global option and EVOCLAW_HOME).")(f)
     f = click.option("--agent-id", metavar="ID", expose_value=False, callback=_set_agent_id,
                      help="Agent whose memory to use (overrides the global option).")(f)
     return f
 
 
+def command_state(ctx: click.Context) -> State:
+    """The run's options, knowing which command runs (for plain.CLOUD_COMMANDS)."""
+    st = cli_state(ctx)
+    top = ctx
+    while top.parent is not None and top.parent.parent is not None:
+        top = top.parent            # `devices list` -> `devices`: the root's child
+    st.command = top.info_name
+    return st
+
+
 def command_config(ctx: click.Context, agent_id: Optional[str] = None):
-    """The effective config for this run (of `agent_id` instead, when given)."""
-    return plain.state_config(cli_state(ctx), agent_id)
+    """The effective config for this run (of `agent_id` instead, when given). An unusable
+    cloud URL fails a command that needs the cloud (exit 9) and is one warning line for
+    any other, which then works locally (plain.checked_config)."""
+    return plain.checked_config(command_state(ctx), click.echo, agent_id)
 
 
 @contextlib.contextmanager
 def open_memory(ctx: click.Context) -> Iterator[Any]:
     """The agent's `Memory`, open for the duration of the block."""
-    with plain.state_memory(cli_state(ctx)) as mem:
+    with plain.state_memory(command_state(ctx), click.echo) as mem:
         yield mem
 
 
@@ -254,6 +275,9 @@ def read_file(path: str) -> str:
     try:
         with open(path, "rb") as handle:
             data = handle.read(plain.READ_LIMIT)
+    except FileNotFoundError:
+        from evoclaw_memory.errors import NotFoundError
+        raise NotFoundError(f"no such file: {path}") from None      # exit 3, like a fact
     except OSError as exc:
         from evoclaw_memory.errors import ValidationError
         raise ValidationError(f"cannot read {path}: {exc.strerror}") from exc

@@ -8,8 +8,9 @@ from typing import Any, Optional
 
 import click
 
-from evoclaw_memory.cli.common import (cli_state, common_options, emit, fact_json, fact_line,
-                                       format_time, open_memory, time_option)
+from evoclaw_memory.cli.common import (EXIT_USAGE, cli_state, common_options, emit, fact_json,
+                                       fact_line, format_time, one_line, open_memory,
+                                       time_option)
 
 
 # --since/--until: epoch seconds or an ISO 8601 date (UTC when no zone is given).
@@ -92,16 +93,43 @@ def forget(ctx: click.Context, fact_ids: tuple, matching: Optional[str],
             found = mem.forget_matching(matching, category=category, dry_run=True)
             if found and not yes:
                 if not sys.stdin.isatty() or cli_state(ctx).json:
-                    raise click.UsageError(f"{len(found)} fact(s) match; add --yes to forget "
-                                           "them without asking")
+                    _refuse_without_yes(ctx, found)
                 for fact in found:
-                    click.echo(fact_line(fact), err=True)
+                    click.echo(match_line(fact), err=True)
                 click.confirm(f"forget these {len(found)} fact(s)?", abort=True, err=True)
             gone = [f.id for f in mem.forget_matching(matching, category=category,
                                                       dry_run=False)] if found else []
     emit(ctx, {"forgotten": gone, "count": len(gone)},
          lambda: click.echo(f"forgot {len(gone)} fact(s)" +
                             (": " + " ".join(gone) if gone else "")))
+
+
+MATCH_LINE_MAX = 100      # characters of a fact's text in forget's list of matches
+
+
+def match_line(fact: Any) -> str:
+    """A fact `forget --matching` would erase, on one line: id, category, text (cut short)."""
+    text = one_line(fact.text)
+    if len(text) > MATCH_LINE_MAX:
+        text = text[:MATCH_LINE_MAX - 1].rstrip() + "\u2026"
+    return f"{fact.id}  [{fact.category}]  {text}"
+
+
+def _refuse_without_yes(ctx: click.Context, found: list) -> None:
+    """No --yes and no terminal to ask on: show what would go (the facts, or with --json the
+    document holding them) and stop with the usage status. Nothing is erased."""
+    where = "in matching" if cli_state(ctx).json else "above"
+    message = f"{len(found)} fact(s) match (listed {where}); add --yes to forget them"
+    data = {"error": message, "code": "usage", "exit": EXIT_USAGE, "count": len(found),
+            "matching": [{"id": f.id, "category": f.category, "text": f.text} for f in found]}
+
+    def human() -> None:
+        for fact in found:
+            click.echo(match_line(fact))
+
+    emit(ctx, data, human)
+    click.echo(f"error: {message}", err=True)
+    ctx.exit(EXIT_USAGE)
 
 
 @click.command()

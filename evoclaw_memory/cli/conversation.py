@@ -111,29 +111,72 @@ def distill(ctx: click.Context, text: Optional[str], file_: Optional[str], store
             for old_id in result.get("superseded", []):
                 click.echo(f"superseded  {old_id}")
             for update in result.get("hot_updates", []):
-                click.echo(f"hot {update['key']}: {one_line(update['value'])}")
+                click.echo(hot_update_line(update))
             if not result["added"] and not result["reinforced"]:
                 click.echo("no facts to store")
+            if result.get("sync"):
+                click.echo(f"sync:    {sync_line(result['sync'])}")
         else:
             if not result["facts"]:
                 click.echo("no facts found")
             for index, draft in enumerate(result["facts"]):
                 replaces = [s["old_id"] for s in result.get("supersedes", []) if s["fact"] == index]
                 note = f"  (supersedes {replaces[0]})" if replaces else ""
-                click.echo(f"- [{draft.category}] ({draft.importance:.2f}) {draft.text}{note}")
+                click.echo(f"- [{draft.category}] (importance {draft.importance:.2f}) "
+                           f"{draft.text}{note}")
             for dup in result.get("duplicates", []):
                 click.echo(f"= already known as {dup['old_id']}: {dup['text']}")
             for update in result.get("hot_updates", []):
-                click.echo(f"hot {update['key']}: {one_line(update['value'])}")
+                click.echo(hot_update_line(update))
 
     emit(ctx, result, human)
+
+
+def hot_update_line(update: dict) -> str:
+    """A proposed hot-memory update as a person reads it:
+    `hot task: Renew the TLS certificate  (2026-12-04T12:00:00Z)`, never a Python dict
+    with epoch seconds (--json keeps the value as update_hot takes it)."""
+    value = update.get("value")
+    if not isinstance(value, dict):
+        return f"hot {update.get('key')}: {one_line(value)}"
+    head = value.get("text", value.get("name"))
+    rest = []
+    for field, item in value.items():
+        if field in ("text", "name") and item == head:
+            continue
+        if field in ("timestamp", "when"):
+            field = "on"                # an entry's day (epoch seconds in the value)
+            if isinstance(item, (int, float)):
+                item = iso_time(item)
+        elif field == "importance" and isinstance(item, (int, float)):
+            item = f"{item:.2f}"
+        rest.append(f"{field} {one_line(item)}")
+    text = one_line(head) if head is not None else ""
+    detail = ", ".join(rest)
+    if text and detail:
+        return f"hot {update.get('key')}: {text}  ({detail})"
+    return f"hot {update.get('key')}: {text or detail}"
+
+
+def iso_time(ts: float) -> str:
+    """Epoch seconds as ISO 8601 in UTC: 2026-12-04T12:00:00Z."""
+    import datetime as dt
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sync_line(report: dict) -> str:
+    """end_conversation's sync report in words (lifecycle.conversation.push says what it did
+    and where: the cloud, the local archive, queued offline, failed, not asked for)."""
+    return str(report.get("detail") or report.get("status"))
 
 
 # -- hot memory ------------------------------------------------------------------------------
 
 @click.command()
-@click.option("--update", nargs=2, default=None, metavar="KEY JSON",
-              help=f"Apply one update; KEY is one of {', '.join(HOT_KEYS)}.")
+@click.option("--update", nargs=2, default=None, metavar="KEY VALUE",
+              help=f"Apply one update; KEY is one of {', '.join(HOT_KEYS)}; VALUE a JSON "
+                   "object, or plain text: a lesson's, event's or task's text, a project's "
+                   "name, a task id for complete_task.")
 @click.option("--complete-task", metavar="ID", default=None, help="Mark a pending task done.")
 @click.option("--rebuild", is_flag=True, help="Write MEMORY.md and print its path.")
 @common_options
@@ -146,6 +189,7 @@ def hot(ctx: click.Context, update: Optional[tuple], complete_task: Optional[str
     Examples:
       evoclaw-memory hot --update owner_profile '{"timezone": "Australia/Sydney"}'
       evoclaw-memory hot --update lesson '{"text": "Test on testnet first", "importance": 0.9}'
+      evoclaw-memory hot --update lesson 'Never deploy on Fridays'
       evoclaw-memory hot --update project '{"name": "EvoClaw", "status": "active"}'
       evoclaw-memory hot --complete-task 3f2a9c01d4e5b6a7
     """
@@ -216,6 +260,10 @@ def validate(ctx: click.Context, file: Optional[str], file_flag: Optional[str]) 
         for row in rows:
             hint = f" ({row['suggestion']})" if row["suggestion"] else ""
             click.echo(f"{row['line']}: {row['kind']}: {row['message']}{hint}")
+        if not rows:
+            # Silence on success reads as "did it run at all?": say what was checked.
+            click.echo(f"{'stdin' if file == '-' else file}: complete (no tool without a "
+                       "link, no action without a command, no decision without a next step)")
 
     emit(ctx, rows, human)
     if rows:

@@ -1,6 +1,6 @@
 """`evoclaw-memory doctor`: every check that memory works on this device (config, database,
-integrity, MEMORY.md, limits, cloud reachability and auth, encryption keys, LLM), each failure
-with its fix. Doctor reports, never crashes."""
+integrity, MEMORY.md, limits, the serve relay, cloud reachability and auth, encryption keys,
+LLM), each failure with its fix. Doctor reports, never crashes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import click
 
-from evoclaw_memory.cli.common import command_config, common_options, emit, one_line
+from evoclaw_memory.cli.common import cli_state, command_config, common_options, emit, one_line
 from evoclaw_memory.errors import EvoclawError
 
 
@@ -20,8 +20,9 @@ from evoclaw_memory.errors import EvoclawError
 @common_options
 @click.pass_context
 def doctor(ctx: click.Context, skip_network: bool) -> None:
-    """Check that memory works here: config, database, integrity, MEMORY.md, limits, cloud
-    reachability and auth, encryption keys, LLM reachability; each failure with a fix.
+    """Check that memory works here: config, database, integrity, MEMORY.md, limits, the
+    `serve` relay, cloud reachability and auth, encryption keys, LLM reachability; each
+    failure with a fix.
 
     Exit status 1 when any check fails.
     """
@@ -93,6 +94,7 @@ def doctor(ctx: click.Context, skip_network: bool) -> None:
                 check(key, sizes[key] <= cap, f"{sizes[key]}/{cap}", f"run `{fix}`")
             check("outbox", True, f"{sizes['outbox_depth']} change(s) waiting for sync")
             _rejected_check(mem, check)
+            _relay_check(config, cli_state(ctx).config_path, check)
             if not skip_network:
                 try:
                     doctor_cloud_checks(config, mem, check)
@@ -124,6 +126,44 @@ def _rejected_check(mem, check) -> None:
           f"{first['kind']} {first['ref']}: {first['reason']}" if first else
           "no entry refused by the cloud",
           "see `evoclaw-memory sync --status`; edit the fact (it is queued again) or forget it")
+
+
+def _relay_check(config: Any, config_path: Any, check: Check) -> None:
+    """Is a `serve` relaying this agent's per-turn commands, and would it run them for
+    this environment (cli.relay)? Asked of the serve itself, which runs nothing for it."""
+    from evoclaw_memory.cli import relay
+    from evoclaw_memory.cli.relay_server import probe
+    home = os.path.abspath(os.path.expanduser(config.home))
+    path = relay.socket_path(home, config.agent_id)
+    argv = ["--home", home, "--agent-id", config.agent_id]
+    if config_path:
+        argv += ["--config", os.path.abspath(config_path)]
+    state, status = probe(path, [*argv, "context"])
+    restart = f"restart serve (e.g. `systemctl restart evoclaw-memory@{config.agent_id}`)"
+    if state == "none":
+        check("relay", True, f"no relay: no `serve` runs for agent {config.agent_id} (each "
+              "per-turn command starts its own process)", "")
+    elif state == "stale":
+        check("relay", True, f"no relay: nothing answers on {path} (left by a serve that "
+              "stopped; the next one replaces it)", "")
+    elif state == "silent":
+        check("relay", False, f"a serve holds {path} but does not take commands (stopped or "
+              f"wedged): each per-turn command waits {relay.READY_TIMEOUT:g} s, then runs "
+              "in its own process", restart)
+    elif not status.get("pid"):
+        check("relay", False, f"a serve answers on {path} but is an older version (it "
+              "declines this package's commands)", restart)
+    elif not status.get("accepts"):
+        why = status.get("why") or "unknown"
+        check("relay", False, f"serve (pid {status['pid']}) listens on {path} but declines "
+              f"this agent's commands from here: {why}",
+              restart if why == "another installation or version" else
+              "run serve with the same HOME and TZ as the agent" if why == "another HOME or TZ"
+              else "see `evoclaw-memory serve`'s log")
+    else:
+        check("relay", True, f"active: serve (pid {status['pid']}) relays agent "
+              f"{config.agent_id}'s per-turn commands on {path}; {status.get('served', 0)} "
+              f"relayed, {status.get('declined', 0)} declined since it started", "")
 
 
 def _writable(path: Path) -> bool:

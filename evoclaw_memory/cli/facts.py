@@ -89,9 +89,17 @@ def get(ctx: click.Context, fact_id: str) -> None:
         fact = mem.get(fact_id)
 
     def human() -> None:
+        # Every field of the fact (--json has them all too), the owner's flags included:
+        # "is this pinned? is this private?" is what a person asks `get`.
         click.echo(fact_line(fact))
         click.echo(f"  importance {fact.importance}  tier {fact.tier}  accessed "
                    f"{fact.access_count}x  created {format_time(fact.created_at)}")
+        click.echo(f"  pinned {_yes_no(fact.pinned)}  private {_yes_no(fact.private)}  "
+                   f"source {fact.source}  last access {format_time(fact.last_access)}")
+        if fact.changed_at:
+            click.echo(f"  changed {format_time(fact.changed_at)}")
+        if fact.speaker:
+            click.echo(f"  speaker {fact.speaker}")
         for label, items in (("url", fact.metadata.urls), ("cmd", fact.metadata.commands),
                              ("path", fact.metadata.paths)):
             for item in items:
@@ -100,6 +108,10 @@ def get(ctx: click.Context, fact_id: str) -> None:
             click.echo(f"  superseded by {fact.superseded_by}")
 
     emit(ctx, fact, human)
+
+
+def _yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
 
 
 @click.command()

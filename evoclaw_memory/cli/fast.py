@@ -28,8 +28,9 @@ from evoclaw_memory.cli import plain, relay
 VALUE, MULTI, FLAG, PAIR = "value", "multi", "flag", "pair"
 
 # command -> {flag spelling: (destination, kind)}; only the forms handled here. The
-# shared --agent-id and --json are on every command (cli.common.common_options).
-_SHARED = {"--agent-id": ("agent_id", VALUE), "--json": ("json", FLAG)}
+# shared --agent-id, --home and --json are on every command (cli.common.common_options).
+_SHARED = {"--agent-id": ("agent_id", VALUE), "--home": ("home", VALUE),
+           "--json": ("json", FLAG)}
 _COMMANDS: dict[str, dict[str, tuple[str, str]]] = {
     "store": {"--text": ("text", VALUE), "-t": ("text", VALUE),
               "--category": ("category", VALUE), "-c": ("category", VALUE),
@@ -156,12 +157,16 @@ def _parse(argv: list[str]) -> tuple[plain.State, str, dict[str, Any], list[str]
     if len(args) > _POSITIONALS[command]:
         raise _Unusual("extra arguments")
     _check_home(top.get("home"))
+    _check_home(opts.get("home"))
     _check_config(top.get("config_path"))
     st = plain.State(agent_id=top.get("agent_id"), home=top.get("home"),
                      config_path=top.get("config_path"), json=bool(top.get("json")))
-    # The command's --agent-id and --json win over the group's (cli.common.common_options).
+    # The command's --agent-id, --home and --json win over the group's
+    # (cli.common.common_options).
     if opts.get("agent_id") is not None:
         st.agent_id = opts["agent_id"]
+    if opts.get("home") is not None:
+        st.home = opts["home"]
     if opts.get("json"):
         st.json = True
     return st, command, opts, args

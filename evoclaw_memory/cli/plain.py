@@ -8,7 +8,8 @@ SAME bodies here, so they cannot drift apart. Only argument parsing differs (cli
 fast's hand parser, which hands anything unusual to click).
 
 This module imports no other cli module and no click; the library is imported lazily
-inside the functions (start-up time: one run per agent turn on a Raspberry Pi).
+inside the functions (start-up time: one run per agent turn on a Raspberry Pi), but for the
+tiny errors module (every run loads it anyway), which EXIT_TABLE is built from.
 """
 
 from __future__ import annotations
@@ -19,11 +20,53 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
+from evoclaw_memory import errors
 from evoclaw_memory.limits import INPUT_MAX_BYTES
 
+EXIT_OK = 0
+EXIT_OTHER = errors.EvoclawError.exit_code          # 1; also click's Abort, a failed check
 EXIT_USAGE = 2              # click's usage error; no library error uses it
 EXIT_INTERNAL = 70          # EX_SOFTWARE
 EXIT_INTERRUPTED = 130
+
+
+def _codes(*classes: type[errors.EvoclawError]) -> tuple[str, ...]:
+    return tuple(cls.code() for cls in classes)
+
+
+# Every exit status of `evoclaw-memory`: (status, the `code`s a --json error carries with
+# it, meaning). The one source: docs/cli.md renders it, tests/test_exit_table.py provokes
+# every row through the real CLI. (errors is a tiny module every run loads anyway.)
+EXIT_TABLE: tuple[tuple[int, tuple[str, ...], str], ...] = (
+    (EXIT_OK, (), "done"),
+    (EXIT_OTHER, (errors.EvoclawError.code(), "aborted", errors.LauncherError.code()),
+     "other failure; a question answered no; `validate` found warnings; `doctor` found a "
+     "problem; `server` could not start sqld"),
+    (EXIT_USAGE, ("usage",), "usage error: unknown command or option, missing or bad "
+     "argument, a confirmation that needs --yes"),
+    (errors.NotFoundError.exit_code, _codes(errors.NotFoundError),
+     "no such fact, node, task, device or file"),
+    (errors.StoreError.exit_code, _codes(errors.StoreError, errors.DamagedStoreError,
+                                         errors.ReadOnlyStoreError),
+     "the local database is unusable"),
+    (errors.RemoteError.exit_code, _codes(errors.RemoteError, errors.AuthError,
+                                          errors.Unavailable, errors.ConflictError,
+                                          errors.DeviceRevoked),
+     "the cloud failed (offline work stays queued)"),
+    (errors.CryptoError.exit_code, _codes(errors.CryptoError),
+     "wrong passphrase or recovery key, tampered data, missing key"),
+    (errors.LLMError.exit_code, _codes(errors.LLMError),
+     "the LLM failed (the library's LLMError; the CLI's LLM steps fall back to rule mode "
+     "and say so)"),
+    (errors.ValidationError.exit_code, _codes(errors.ValidationError, errors.NestingError,
+                                              errors.LimitError),
+     "input refused: bad JSON, value, path, id, size, or a limit"),
+    (errors.ConfigError.exit_code, _codes(errors.ConfigError, errors.PortInUseError),
+     "configuration unusable: config.toml, environment, a cloud URL (for the commands "
+     "that need the cloud; the others work locally and warn), a port in use"),
+    (EXIT_INTERNAL, ("internal",), "a bug: please report it"),
+    (EXIT_INTERRUPTED, ("interrupted",), "Ctrl-C"),
+)
 # Read at most this much from a file or stdin (the library's INPUT_MAX_BYTES, plus one byte
 # so that an oversized input is seen as oversized rather than silently cut).
 READ_LIMIT = INPUT_MAX_BYTES + 1
@@ -46,6 +89,10 @@ class State:
         # The environment the config is read from: this process's, or the CLI's whose
         # command serve runs for it (cli.relay_server).
         self.env: Optional[dict[str, str]] = None
+        # The command being run (its top-level name: `devices`, not `devices list`); None on
+        # the fast path, whose commands are all local. See CLOUD_COMMANDS.
+        self.command: Optional[str] = None
+        self.cloud_warned = False   # the unusable-cloud-URL line is printed once per run
 
 
 def echo(message: str = "", err: bool = False, nl: bool = True) -> None:
@@ -98,19 +145,44 @@ def report(exc: BaseException, as_json: bool, say: Echo) -> int:
 
 # -- the memory ------------------------------------------------------------------------------
 
+# The commands that exist to reach the cloud. With a cloud URL that cannot be used (a typo
+# in config.toml or TURSO_DATABASE_URL) these fail with the configuration error (exit 9);
+# every other command works on the local memory and prints one warning line (offline first:
+# a sync setting it cannot use must not stop the memory).
+CLOUD_COMMANDS = frozenset({"sync", "sync-critical", "restore", "cold", "devices", "key",
+                            "doctor", "agents"})
+
+
 def state_config(st: State, agent_id: Optional[str] = None):
-    """The effective config for this run (of `agent_id` instead, when given)."""
+    """The effective config for this run (of `agent_id` instead, when given), as it is: an
+    unusable cloud URL is only noted in it (see checked_config)."""
     from evoclaw_memory.config import load_config
     return load_config(home=st.home, agent_id=agent_id or st.agent_id, env=st.env,
                        config_path=Path(st.config_path) if st.config_path else None,
                        llm_base_url=st.llm_base_url)
 
 
+def checked_config(st: State, say: Echo, agent_id: Optional[str] = None):
+    """state_config for a command about to run: with an unusable cloud URL, ConfigError for a
+    command in CLOUD_COMMANDS, else the warning line on stderr (once per run)."""
+    config = state_config(st, agent_id)
+    warning = config.cloud_warning()
+    if warning:
+        if st.command in CLOUD_COMMANDS:
+            config.require_cloud()
+        if not st.cloud_warned:
+            st.cloud_warned = True
+            from evoclaw_memory.validate import printable
+            say(f"warning: {printable(one_line(warning))}", err=True)
+    return config
+
+
 @contextlib.contextmanager
-def state_memory(st: State) -> Iterator[Any]:
-    """The agent's `Memory`, open for the duration of the block."""
+def state_memory(st: State, say: Echo = echo) -> Iterator[Any]:
+    """The agent's `Memory`, open for the duration of the block (`say` prints the warning
+    about an unusable cloud URL, see checked_config)."""
     from evoclaw_memory.memory import Memory
-    config = state_config(st)
+    config = checked_config(st, say)
     with Memory.open(agent_id=config.agent_id, home=config.home, config=config) as mem:
         yield mem
 
@@ -193,7 +265,7 @@ def store(st: State, say: Echo, text: str, category: str, importance: float,
     metadata = None
     if urls or cmds or paths:
         metadata = {"urls": list(urls), "commands": list(cmds), "paths": list(paths)}
-    with state_memory(st) as mem:
+    with state_memory(st, say) as mem:
         fact = mem.remember(text, category=category, importance=importance,
                             created_at=created_at, metadata=metadata, pinned=pinned,
                             private=private)
@@ -210,11 +282,11 @@ def store(st: State, say: Echo, text: str, category: str, importance: float,
 
 
 def retrieve(st: State, say: Echo, query: str, limit: int) -> None:
-    with state_memory(st) as mem:
+    with state_memory(st, say) as mem:
         results = mem.retrieve(query, limit=limit)
     data = [{"id": r.fact.id, "text": r.fact.text, "category": r.fact.category,
              "method": r.method, "path": r.path, "relevance": r.relevance, "score": r.score,
-             "tier": r.fact.tier} for r in results]
+             "coverage": r.coverage, "tier": r.fact.tier} for r in results]
 
     def human() -> None:
         if not results:
@@ -226,7 +298,7 @@ def retrieve(st: State, say: Echo, query: str, limit: int) -> None:
 
 
 def context(st: State, say: Echo, query: str, limit: int, audience: str) -> None:
-    with state_memory(st) as mem:
+    with state_memory(st, say) as mem:
         text = mem.context(query, limit=limit, audience=audience)
     emit(st, say, {"context": text, "bytes": len(text.encode())},
          lambda: say(text, nl=False))
@@ -234,9 +306,12 @@ def context(st: State, say: Echo, query: str, limit: int, audience: str) -> None
 
 def hot(st: State, say: Echo, update: Optional[tuple], complete_task: Optional[str],
         rebuild: bool) -> None:
-    with state_memory(st) as mem:
+    if update or complete_task:
+        from evoclaw_memory.tiers.hot_input import hot_value     # read before the memory opens
+        key, value = update if update else ("complete_task", complete_task)
+        value = hot_value(key, value)
+    with state_memory(st, say) as mem:
         if update or complete_task:
-            key, value = update if update else ("complete_task", complete_task)
             state = mem.update_hot(key, value)
             path = mem.config.memory_md_path
             emit(st, say, state, lambda: say(f"updated {key}; MEMORY.md rewritten: {path}"))

@@ -17,8 +17,11 @@ reads the configuration from the environment sent (EVOCLAW_*, TURSO_*), not from
 If serve goes away before it answers, the command runs here; a `store` that serve had
 committed is then found as a duplicate and reinforced, not stored twice.
 
-Kept to what the interpreter has loaded at start-up (os, sys, io, marshal) plus `_socket`
-and the package's constants (limits).
+The agent and home are found as the configuration finds them (flags anywhere before `--`,
+the environment, the config file's `agent_id`), so a command relays however they were
+chosen. Kept to what the interpreter has loaded at start-up (os, sys, io, marshal) plus
+`_socket` and the package's constants (limits); tomllib only for a config file whose
+`agent_id` is not written the plain way.
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ ENV_NAMES = ("HOME", "TZ")
 # At most this much of stdin is read for `--text -` (as cli.plain reads it).
 READ_LIMIT = INPUT_MAX_BYTES + 1
 PER_TURN = ("store", "retrieve", "context", "hot")
+CONFIG_NAME = "config.toml"     # config.config_file
+CONFIG_READ_LIMIT = 1 << 16     # a config.toml is a few hundred bytes
 
 
 def relevant_env(environ: "Any") -> dict[str, str]:
@@ -189,17 +194,76 @@ def _candidate(argv: list[str]) -> bool:
 
 
 def _socket_for(argv: list[str]) -> Optional[str]:
-    """The socket of the agent this run names: the last --agent-id, else EVOCLAW_AGENT_ID,
-    else "default" (an agent named only in the config file finds the default agent's
-    serve, which declines: the command then runs here)."""
+    """The socket of the agent and home this run would use, chosen as config.load_config
+    chooses them: --home and --agent-id anywhere before `--` (the last one wins, as the
+    command's own flag wins over the group's), then EVOCLAW_HOME and EVOCLAW_AGENT_ID, then
+    the top-level `agent_id` of the config file (--config, else HOME/config.toml), then
+    "default". serve checks all of it again (relay_server._admit), so a wrong guess here
+    costs a round trip, never a command run for another agent; None: not worth asking."""
+    if "--" in argv:
+        argv = argv[:argv.index("--")]
     home = _last_value(argv, "--home")
     if home is not None and not os.path.isabs(home):
         return None             # relative to this process's folder, not serve's
     home = os.path.expanduser(home or os.environ.get("EVOCLAW_HOME") or "~/.evoclaw")
-    agent = _last_value(argv, "--agent-id") or os.environ.get("EVOCLAW_AGENT_ID") or "default"
+    if not os.path.isabs(home):
+        return None             # EVOCLAW_HOME relative to this process's folder
+    agent = _last_value(argv, "--agent-id") or os.environ.get("EVOCLAW_AGENT_ID")
+    if not agent:
+        config = _last_value(argv, "--config")
+        if config is not None and not os.path.isabs(config):
+            return None         # serve declines a relative --config
+        agent = configured_agent(config or os.path.join(home, CONFIG_NAME)) or "default"
     if "/" in agent or agent.startswith("."):
         return None
     return socket_path(home, agent)
+
+
+def configured_agent(path: str) -> Optional[str]:
+    """The top-level `agent_id` of the config file at `path` (None: none, or no file).
+
+    The usual way of writing it (`agent_id = "sam"` before any [table]) is read here line
+    by line: tomllib costs ~9 ms of imports (typing, datetime, re), a fifth of a relayed
+    command. Any other form of the file is left to tomllib."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(CONFIG_READ_LIMIT)
+    except OSError:
+        return None
+    if b"agent_id" not in raw:
+        return None
+    text = raw.decode("utf-8", "replace")
+    if '"""' in text or "'''" in text or len(raw) == CONFIG_READ_LIMIT:
+        return _agent_by_tomllib(text)      # multi-line strings could hide a [table] line
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            return None                     # the top-level keys are behind
+        key, eq, value = line.partition("=")
+        if not eq or key.strip().strip("\"'") != "agent_id":
+            continue
+        value = value.strip()
+        quote = value[:1]
+        end = value.find(quote, 1) if quote in ("'", '"') else -1
+        if end < 0 or (quote == '"' and "\\" in value[1:end]):
+            return _agent_by_tomllib(text)  # not a plain string (or an escape in it)
+        rest = value[end + 1:].strip()
+        if rest and not rest.startswith("#"):
+            return _agent_by_tomllib(text)
+        return value[1:end]
+    return None
+
+
+def _agent_by_tomllib(text: str) -> Optional[str]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10, as config._read_file
+        import tomli as tomllib
+    try:
+        agent = tomllib.loads(text).get("agent_id")
+    except tomllib.TOMLDecodeError:
+        return None             # serve declines it too; the local run says what is wrong
+    return agent if isinstance(agent, str) else None
 
 
 def _last_value(argv: list[str], flag: str) -> Optional[str]:

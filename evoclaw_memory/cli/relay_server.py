@@ -14,7 +14,10 @@ the exit status.
 The socket is in the agent's folder (owner-only, 0700), itself 0600, and a peer of another
 user is refused where the platform tells (SO_PEERCRED). A stale socket from a serve that died
 is replaced; a live one (another serve of the same agent) is left alone and this serve runs
-without a relay. `serve` (agent.service) starts and closes it, and says so in its log.
+without a relay. `serve` (agent.service) starts and closes it, and says so in its log, with
+what it ran and declined (the first decline of each kind is logged when it happens).
+`doctor` asks a live serve about itself (probe, a `status` request: its pid and counts, and
+whether it would run a command from doctor's environment; nothing runs).
 """
 
 from __future__ import annotations
@@ -110,6 +113,8 @@ def _admit(request: Any, agent_id: str, home: str) -> tuple[Any, plain.State]:
         config = plain.state_config(st)
     except Exception:           # noqa: BLE001 - the CLI's own run reports it
         raise Declined("configuration error") from None
+    if not os.path.isabs(config.home):
+        raise Declined("a relative EVOCLAW_HOME")     # relative to the CLI's folder
     if config.agent_id != agent_id or os.path.realpath(config.home) != os.path.realpath(home):
         raise Declined("another agent")
     if any(p and not os.path.isabs(os.path.expanduser(p))
@@ -122,14 +127,17 @@ class RelayServer:
     """Listens on the agent's socket and runs each request on a worker thread."""
 
     def __init__(self, agent_id: str, home: str, logger: logging.Logger = log):
-        self.agent_id, self.home, self.log = agent_id, home, logger
-        self.path = relay.socket_path(home, agent_id)
+        # Absolute: the CLI names its home absolutely (a relative one is never relayed).
+        self.agent_id, self.home, self.log = agent_id, os.path.abspath(home), logger
+        self.path = relay.socket_path(self.home, agent_id)
         self._listener: Optional[socket.socket] = None
         self._stopping = threading.Event()
         self._slots = threading.Semaphore(MAX_WORKERS)
         self._workers: set[threading.Thread] = set()
         self._thread: Optional[threading.Thread] = None
-        self.served = 0
+        self._counts = threading.Lock()
+        self.served = 0             # commands run here for the CLI
+        self.declined: dict[str, int] = {}      # why -> how many ran in their own process
 
     def start(self) -> Optional[str]:
         """Bind and start accepting; None when listening, else why the relay is off."""
@@ -170,6 +178,44 @@ class RelayServer:
         self._listener = None
         with contextlib.suppress(OSError):
             os.unlink(self.path)
+
+    def status(self, request: Any) -> dict[str, Any]:
+        """This serve, its counts, and whether it would run the request's command (not
+        run): what `doctor` shows in its `relay` check."""
+        try:
+            _admit(request, self.agent_id, self.home)
+            why = ""
+        except Declined as exc:
+            why = str(exc)
+        with self._counts:
+            return {"pid": os.getpid(), "agent_id": self.agent_id, "path": self.path,
+                    "installation": relay.installation(), "served": self.served,
+                    "declined": sum(self.declined.values()), "accepts": not why, "why": why}
+
+    def summary(self) -> str:
+        """How many commands it ran, and declined and why, for serve's stop line ("" when
+        none came)."""
+        with self._counts:
+            if not self.served and not self.declined:
+                return ""
+            declined = ", ".join(f"{n} {why}" for why, n in sorted(self.declined.items()))
+            return f"{self.served} CLI command(s) relayed" + (
+                f", {sum(self.declined.values())} declined ({declined})" if declined else "")
+
+    def _count(self, why: Optional[str]) -> None:
+        """Count a command run here (why None) or declined; a first decline of each kind is
+        logged: the CLI then pays its own start-up every turn, which nothing else shows."""
+        with self._counts:
+            if why is None:
+                self.served += 1
+                return
+            first = why not in self.declined
+            self.declined[why] = self.declined.get(why, 0) + 1
+        if first:
+            self.log.info("relay: a CLI command runs in its own process (declined: %s); "
+                          "others like it will too", why)
+        else:
+            self.log.debug("relay: declined: %s", why)
 
     def _claim_path(self) -> bool:
         """True when the path is free (a stale socket is removed); False when live."""
@@ -217,17 +263,50 @@ class RelayServer:
                     request = marshal.loads(frame)
                 except (ValueError, EOFError, TypeError):
                     request = None
-                reply = run_request(request, self.agent_id, self.home)   # as long as it takes
-                if "declined" in reply:
-                    self.log.debug("relay: declined: %s", reply["declined"])
+                if isinstance(request, dict) and request.get("status"):
+                    reply = self.status(request)            # doctor asking, nothing runs
                 else:
-                    self.served += 1
+                    reply = run_request(request, self.agent_id, self.home)  # however long
+                    self._count(reply.get("declined"))
                 relay.send_frame(conn, marshal.dumps(reply))
         except OSError:
             pass                # the CLI went away (if it is still there, it runs the command)
         finally:
             self._workers.discard(threading.current_thread())
             self._slots.release()
+
+
+def probe(path: str, argv: list[str]) -> tuple[str, dict[str, Any]]:
+    """What answers on the relay socket at `path` (for doctor): ("none", {}) no socket,
+    ("stale", {}) a socket nobody listens on (a serve that stopped; the next one replaces
+    it), ("silent", {}) a listener that never says READY (a stopped or wedged serve: each
+    per-turn command then waits relay.READY_TIMEOUT), ("answers", status) a live serve's
+    status(), asked whether it would run `argv` from this environment."""
+    if not os.path.exists(path):
+        return "none", {}
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(relay.CONNECT_TIMEOUT)
+        try:
+            relay.connect(sock, path)
+        except OSError:
+            return "stale", {}
+        sock.settimeout(relay.READY_TIMEOUT)
+        try:
+            if relay._read_exactly(sock, len(relay.READY)) != relay.READY:
+                return "silent", {}
+            relay.send_frame(sock, marshal.dumps({
+                "protocol": relay.PROTOCOL, "installation": relay.installation(),
+                "argv": argv, "env": relay.relevant_env(os.environ), "stdin": None,
+                "status": True}))
+            frame = relay.read_frame(sock)
+            reply = marshal.loads(frame) if frame is not None else None
+        except (OSError, ValueError, EOFError, TypeError):
+            return "silent", {}
+        # A serve from before status requests declines this one as a malformed command.
+        return "answers", reply if isinstance(reply, dict) else {}
+    finally:
+        sock.close()
 
 
 def _same_user(conn: socket.socket) -> bool:

@@ -27,6 +27,7 @@ LAZY_COMMANDS = {
     "doctor": "doctor:doctor",
     "sync": "cloud:sync", "sync-critical": "cloud:sync_critical", "restore": "cloud:restore",
     "cold": "cloud:cold", "devices": "cloud:devices_group", "key": "cloud:key_group",
+    "agents": "fleet:agents",
     "mcp": "agent:mcp_command", "serve": "agent:serve_command",
     "import-legacy": "agent:import_legacy_command",
     "list": "control:list_", "edit": "control:edit", "forget": "control:forget",

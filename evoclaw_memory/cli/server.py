@@ -32,25 +32,37 @@ def server(ctx: click.Context, data_dir: str, port: int, host: str, expires_in: 
     """Run a libSQL server (sqld, from the [server] extra) until Ctrl-C; print its URL and a
     read-write token (and a read-only one) to put in TURSO_DATABASE_URL / TURSO_AUTH_TOKEN.
 
+    A port already in use is one error line and exit status 9, before any token. Ctrl-C or
+    SIGTERM stops sqld, then prints one line (`stopped on SIGTERM; ...`) and exits 0.
+
     \b
     Example:
       evoclaw-memory server --data ~/sqld-data --port 8080 --expires-in 30d
     """
-    from evoclaw_memory.cloud.sqld import SqldServer, install_stop_handlers, run_until_stopped
+    from evoclaw_memory.cloud.sqld import (SqldServer, install_stop_handlers,
+                                           run_until_stopped, stopped_line)
     from evoclaw_memory.validate import duration
     lifetime = duration("--expires-in", expires_in) if expires_in is not None else None
     sqld = SqldServer(data_dir, port or None, host=host, auth=not no_auth,
                       die_with_parent=False)
+    # The line saying it stopped goes where the banner went; with --json, stdout is the one
+    # JSON document, so it goes to stderr.
+    out = sys.stderr if cli_state(ctx).json else sys.stdout
     install_stop_handlers()
     # Starting, announcing and waiting in ONE guarded block: a SIGTERM that came right after
     # the last announced line, before the wait had begun, escaped as Ctrl-C (exit 130)
     # between two blocks; now a stop at any point is a clean stop (0), and sqld never
-    # outlives the command.
+    # outlives the command. start() checks the port before sqld starts (a taken port is
+    # PortInUseError, exit 9: the program holding it would otherwise answer the health
+    # check) and returns once sqld answers, so no token is printed for a server that is
+    # not running.
     try:
         sqld.start()
         _announce(ctx, sqld, lifetime, expires_in)
-        status = run_until_stopped(sqld)
-    except KeyboardInterrupt:
+        status = run_until_stopped(sqld, out)      # says how it ended, after sqld exited
+    except KeyboardInterrupt as stop:              # a signal before the wait began
+        sqld.stop()
+        click.echo(stopped_line(stop, sqld), file=out)
         status = 0
     finally:
         sqld.stop()

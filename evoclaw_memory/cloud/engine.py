@@ -94,9 +94,18 @@ def device_id(store: LocalStore) -> str:
 
 
 def device_name(store: LocalStore) -> str:
-    """The name this device registers with: the one its owner gave it, else the hostname
-    (two devices both called `vm` or `raspberrypi` cannot be told apart)."""
-    return store.get_setting(KV_DEVICE_NAME) or socket.gethostname()[:64]
+    """The name this device registers with: the one its owner gave it, else the default
+    (default_device_name)."""
+    return store.get_setting(KV_DEVICE_NAME) or default_device_name(device_id(store))
+
+
+def default_device_name(device: str, host: str = "") -> str:
+    """`<hostname>-<first 4 hex of the device id>`: two devices both called `vm` or
+    `raspberrypi`, or one device before and after a restore, can be told apart in
+    `devices list` (`devices rename` gives a name people choose)."""
+    short = device.removeprefix("dev-")[:4]
+    host = (host or socket.gethostname() or "device").strip()[:64 - len(short) - 1]
+    return f"{host}-{short}" if short else host
 
 
 class SyncEngine:
@@ -303,7 +312,8 @@ class SyncEngine:
             report.state_pushed = report.state_pushed or result.state_pushed
             report.remote_version = result.version
             # What the pull does to the tree queues no push of the state (one request per
-            # sync): see LocalStore.state_deferred and README "Changes on several devices".
+            # sync): see LocalStore.state_deferred and docs/sync.md "Changes on several
+            # devices".
             # The pull cursors move in the SAME transaction as what they pulled is stored: a
             # crash (or an error) in between would otherwise skip those rows for good on this
             # device. If applying fails, nothing moves and the next sync pulls them again.

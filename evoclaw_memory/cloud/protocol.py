@@ -73,6 +73,17 @@ class Device(msgspec.Struct):
     revoked_at: Optional[int]
 
 
+class AgentSummary(msgspec.Struct):
+    """One agent the cloud holds, from counts and metadata only (readable without any key)."""
+
+    agent_id: str
+    devices: int                 # registered and not revoked
+    facts: int                   # rows in the archive (superseded ones included)
+    last_sync: Optional[float]   # epoch seconds of its newest push; None: it never synced
+    encrypted: bool              # the agent has a keyring: its rows are end-to-end encrypted
+    has_state: bool              # it has a critical state (hot memory + tree) to restore
+
+
 class Remote(Protocol):
     """What the sync engine and restore need from a cloud."""
 
@@ -117,6 +128,11 @@ class Remote(Protocol):
     def devices(self, agent_id: str) -> list[Device]: ...
 
     def revoke(self, agent_id: str, device_id: str) -> bool: ...
+
+    def retire(self, agent_id: str, device_id: str, new_id: str, new_name: str,
+               default_names: Sequence[str] = ()) -> bool: ...
+
+    def agents(self) -> list[AgentSummary]: ...
 
     def rename(self, agent_id: str, device_id: str, name: str) -> bool: ...
 

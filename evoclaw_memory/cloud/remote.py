@@ -22,10 +22,10 @@ from typing import Any, Optional, Sequence, Union
 
 import msgspec
 
-from evoclaw_memory.cloud.codec import CriticalState, PlainCodec
+from evoclaw_memory.cloud.codec import CriticalState, PlainCodec, cloud_seconds
 from evoclaw_memory.cloud.sql import SqlExecutor, Stmt
 from evoclaw_memory.store.change_clock import micros
-from evoclaw_memory.cloud.statements import (BUCKET, CAS_STATE, CLEAR_SUPERSEDED, CLOUD_NOW, CLOUD_NOW_VALUE,
+from evoclaw_memory.cloud.statements import (AGENTS, BUCKET, CAS_STATE, CLEAR_SUPERSEDED, CLOUD_NOW, CLOUD_NOW_VALUE,
                                              DELETE_FORGOTTEN, DEVICE_AND_TOPS, FACT_COLS, KEPT,
                                              ROWID_MARK,
                                              LOG_CHANGES, MAX_CHANGE_SEQ, PAGE_AS_JSON, PAGE_AS_ROWS,
@@ -33,12 +33,13 @@ from evoclaw_memory.cloud.statements import (BUCKET, CAS_STATE, CLEAR_SUPERSEDED
                                              STATEMENT_SPLIT, TOMBSTONE_IDS, UNLOG_FORGOTTEN, UPSERT_FACTS,
                                              UPSERT_ROWS)
 from evoclaw_memory.errors import ConfigError, CryptoError, RemoteError, ValidationError
-from evoclaw_memory.cloud.protocol import ArchiveCounts, Device, PushResult, Remote, RemoteState
+from evoclaw_memory.cloud.protocol import (AgentSummary, ArchiveCounts, Device, PushResult, Remote,
+                                           RemoteState)
 from evoclaw_memory.models import Fact
 
 # CriticalState lives in codec; memory.py still imports it from here.
 __all__ = [
-    "ArchiveCounts", "CriticalState", "Device", "PushResult", "Remote", "RemoteState", "SqlRemote",
+    "AgentSummary", "ArchiveCounts", "CriticalState", "Device", "PushResult", "Remote", "RemoteState", "SqlRemote",
     "migrations_after", "open_remote", "split_statements",
 ]
 
@@ -518,6 +519,42 @@ class SqlRemote:
                                   "device_id = ? AND revoked_at IS NULL",
                                   (int(time.time()), agent_id, device_id))
         return result.affected_row_count > 0
+
+    def retire(self, agent_id: str, device_id: str, new_id: str, new_name: str,
+               default_names: Sequence[str] = ()) -> bool:
+        """Retire a device id its own device has replaced (a restore gives the device a new
+        id): its row passes to `new_id`, so `devices list` shows the device once, under its
+        new id, with the name the owner gave it (a default name, one of `default_names`,
+        becomes `new_name`). A revoked id is left as it is (it stays locked out, and the new
+        id does not inherit the revocation); a row the new id already has wins. An old id
+        that pushes again registers again: it is plainly in use. One request; False when
+        there was nothing to retire."""
+        self._ready()
+        now = int(time.time())
+        names = list(default_names)
+        results = self.sql.transaction([
+            Stmt("UPDATE devices SET device_id = ?, last_seen = ?, name = CASE WHEN name = '' "
+                 f"OR name IN ({','.join('?' * len(names)) or 'NULL'}) THEN ? ELSE name END "
+                 "WHERE agent_id = ? AND device_id = ? AND revoked_at IS NULL AND NOT EXISTS "
+                 "(SELECT 1 FROM devices WHERE agent_id = ? AND device_id = ?)",
+                 (new_id, now, *names, new_name, agent_id, device_id, agent_id, new_id)),
+            Stmt("DELETE FROM devices WHERE agent_id = ? AND device_id = ? AND revoked_at IS NULL",
+                 (agent_id, device_id))])
+        return any(r.affected_row_count for r in results)
+
+    def agents(self) -> list[AgentSummary]:
+        """Every agent this cloud holds, with its counts (one request, no key needed)."""
+        self._ready()
+        out = []
+        for agent_id, devices, facts, seen, updated, has_state, keyring in \
+                self.sql.execute(AGENTS).rows:
+            # The newest heartbeat; an agent only the original skill wrote has its state's
+            # time (in seconds, or milliseconds from a hand-written row).
+            last = max(float(seen or 0), cloud_seconds(updated))
+            out.append(AgentSummary(agent_id=str(agent_id), devices=int(devices or 0),
+                                    facts=int(facts or 0), last_sync=last or None,
+                                    encrypted=bool(keyring), has_state=bool(has_state)))
+        return out
 
     def rename(self, agent_id: str, device_id: str, name: str) -> bool:
         """Give a registered device a new name; False when no such device."""

@@ -25,9 +25,11 @@ from evoclaw_memory.errors import NotFoundError, ValidationError
 from evoclaw_memory.models import Fact, HotState
 from evoclaw_memory.tiers.scoring import score
 from evoclaw_memory.store.local import LocalStore
-from evoclaw_memory.cloud.engine import KV_CHANGE_CURSOR, KV_PULL_CURSOR, KV_REMOTE_VERSION
+from evoclaw_memory.cloud.engine import (KV_CHANGE_CURSOR, KV_DEVICE_ID, KV_DEVICE_NAME,
+                                         KV_PULL_CURSOR, KV_REMOTE_VERSION)
 from evoclaw_memory.cloud.keys import KV_RECORD, KV_RING
 from evoclaw_memory.cloud.codec import CriticalState, cloud_seconds
+from evoclaw_memory.cloud.protocol import AgentSummary
 from evoclaw_memory.cloud.remote import Remote
 
 PAGE_SIZE = 10_000              # rows per request and per local transaction (~4 MB of JSON)
@@ -36,8 +38,12 @@ WARM_WINDOW_DAYS = 60           # warm candidates: younger facts (a 0.3 score ne
 WARM_CANDIDATES = 3_000
 KV_MIRROR_CURSOR = "restore.mirror_cursor"
 KV_MIRROR_DONE = "restore.mirror_done"
-# The keys unlocked for this restore (before anything was fetched) survive its wipe.
-KEEP_ON_WIPE = (KV_RING, KV_RECORD)
+# The id this device had before a restore replaced its memory (and so its id): the cloud
+# forgets it as a device (Remote.retire), at once or, offline, at the next sync.
+KV_RETIRE = "sync.retire_device_id"
+# The keys unlocked for this restore (before anything was fetched) survive its wipe, and so
+# does a name the owner gave this device.
+KEEP_ON_WIPE = (KV_RING, KV_RECORD, KV_DEVICE_NAME)
 
 Progress = Callable[[str, int, int], None]     # (stage, done, total)
 
@@ -69,6 +75,7 @@ class RestoreReport(msgspec.Struct):
     rejected: list[str] = []        # rows that failed authentication (tampered), skipped
     key_seconds: float = 0.0        # of `seconds`: finding and unlocking the keys (scrypt)
     discarded_unsynced: int = 0     # outbox entries dropped (only with discard_unsynced)
+    local_facts: int = 0            # facts on this device once restored (warm + mirrored)
 
 
 def _quiet(stage: str, done: int, total: int) -> None:
@@ -100,6 +107,49 @@ def unsynced_at_risk(store: LocalStore) -> int:
     return 0 if resuming(store) else store.outbox_depth()
 
 
+def describe_unsynced(store: LocalStore) -> str:
+    """What the outbox holds, as a person counts it: `3 facts and a hot memory/category tree
+    change` (the outbox has one entry per fact and one for the whole hot memory and tree,
+    which a new category changes too). Empty when nothing waits."""
+    kinds = dict(store.conn.execute("SELECT kind, COUNT(*) FROM outbox GROUP BY kind").fetchall())
+    parts = []
+    if kinds.get("resync"):
+        parts.append("every fact (a full re-send)")
+    for kind, one, many in (("fact", "fact", "facts"), ("forget", "forgotten fact",
+                                                          "forgotten facts"),
+                            ("revive", "unsuperseded fact", "unsuperseded facts")):
+        n = int(kinds.get(kind, 0))
+        if n:
+            parts.append(f"{n} {one if n == 1 else many}")
+    if kinds.get("state"):
+        parts.append("a hot memory/category tree change")
+    if len(parts) > 1:
+        return ", ".join(parts[:-1]) + " and " + parts[-1]
+    return parts[0] if parts else ""
+
+
+def no_memory(agent_id: str, held: list[AgentSummary]) -> NotFoundError:
+    """The error for an agent the cloud does not hold, naming the ones it does (the owner
+    whose old device is gone may not remember the name)."""
+    others = [a.agent_id for a in held if a.agent_id != agent_id]
+    if others:
+        where = f"it holds: {', '.join(others)} (list them with `evoclaw-memory agents`)"
+    elif held:
+        where = "it holds no other agents"
+    else:
+        where = "it holds no agents"
+    return NotFoundError(f"the cloud has no memory for agent {agent_id!r}; {where}")
+
+
+def require_agent(remote: Remote, agent_id: str) -> None:
+    """Refuse, in one request and before any key is looked for, a restore of an agent the
+    cloud holds no memory for (no facts, no state): on an encrypted cloud the key lookup
+    would otherwise say that no key is set up, and `key init` would start a new empty agent."""
+    held = remote.agents()
+    if not any(a.agent_id == agent_id and (a.facts or a.has_state) for a in held):
+        raise no_memory(agent_id, held)
+
+
 def preflight(store: LocalStore, force: bool, discard_unsynced: bool) -> int:
     """Refuse, before any request, a restore that would replace memory or drop unsynced
     changes without being told to; returns how many unsynced entries it will discard."""
@@ -110,8 +160,8 @@ def preflight(store: LocalStore, force: bool, discard_unsynced: bool) -> int:
                               "would overwrite it: use --force to replace it")
     unsynced = store.outbox_depth()
     if unsynced and not discard_unsynced:
-        raise ValidationError(f"this device has {unsynced} change(s) not yet synced to the "
-                              "cloud, which a restore would discard: run `evoclaw-memory "
+        raise ValidationError(f"this device has {describe_unsynced(store)} not yet synced to "
+                              "the cloud, which a restore would discard: run `evoclaw-memory "
                               "sync` first, or add --discard-unsynced to drop them")
     return unsynced
 
@@ -135,7 +185,7 @@ def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool 
     cloud_now = state.cloud_now if state is not None and state.cloud_now is not None \
         else device_now
     if (state is None or state.state is None) and archive == 0:
-        raise NotFoundError(f"the cloud has no memory for agent {agent_id!r}")
+        raise no_memory(agent_id, remote.agents())
     progress("state", 1, 3)
     if not was_resuming:
         # Read before the facts: every change up to it is in the rows restored below.
@@ -143,8 +193,11 @@ def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool 
         chosen = _warm_facts(remote, agent_id, warm_max_bytes, decay_days, access_boost,
                              cloud_now)
         pull_cursor = remote.max_rowid(agent_id)
+        old_id = store.get_setting(KV_DEVICE_ID)
         with store.transaction():       # the old memory goes only as the restored one lands
             store.wipe(keep_settings=KEEP_ON_WIPE)
+            if old_id:                  # the device gets a new id: its old one is retired
+                store.set_setting(KV_RETIRE, old_id)
             store.note_clock_offset(cloud_now - device_now, cloud_now)   # before any stamp
             target.install_state(state.state if state and state.state
                                  else CriticalState(hot=HotState()), keep_counts=True)
@@ -164,7 +217,7 @@ def restore(target: RestoreTarget, remote: Remote, agent_id: str, *, full: bool 
                          warm_facts=warm, mirrored_facts=mirrored, archive_facts=archive,
                          seconds=round(time.perf_counter() - started, 3),
                          complete_mirror=full, rejected=list(getattr(remote, "rejected", [])),
-                         discarded_unsynced=discarded)
+                         discarded_unsynced=discarded, local_facts=store.count_facts())
 
 
 def _device_time(target: RestoreTarget) -> float:

@@ -10,6 +10,7 @@ mints tokens: sync/README.md.
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import os
 import platform
@@ -23,20 +24,23 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Callable, Optional
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from evoclaw_memory import durable
-from evoclaw_memory.errors import EvoclawError
+# Defined with the other errors (the CLI's exit table lists their codes); named here too,
+# where the launcher's callers look for them.
+from evoclaw_memory.errors import LauncherError, PortInUseError  # noqa: F401
 
 START_TIMEOUT = 15.0  # seconds; sqld is usually ready in under half a second
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL (sqld's own default grace is 30 s)
 _ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
 
-class LauncherError(EvoclawError, RuntimeError):
-    """sqld could not be found, unpacked or started."""
+# What sqld writes to its log when it cannot bind its port (then it exits).
+_ADDRESS_IN_USE = "Address already in use"
 
 
 def _cache_root(cache_dir: str | os.PathLike | None) -> Path:
@@ -126,12 +130,20 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = START_TIMEOUT) -> None:
-    """Poll GET /health until 200; fail with sqld's last log lines if it dies or hangs."""
+def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = START_TIMEOUT,
+                  since: int = 0, busy: Optional[Callable[[], LauncherError]] = None) -> None:
+    """Poll GET /health until 200; fail with sqld's last log lines if it dies or hangs.
+
+    `since` is where this run's part of the (appended) log begins; `busy` makes the error
+    for a sqld that exited because its port was taken (its log says so, below a Rust
+    backtrace that would otherwise be all the error showed)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise LauncherError(f"sqld exited with status {proc.returncode}: {_tail(log)}")
+            if busy is not None and _ADDRESS_IN_USE in _read_log(log, since):
+                raise busy()
+            raise LauncherError(f"sqld exited with status {proc.returncode}: "
+                                f"{_tail(log, since=since)}")
         try:
             with urllib.request.urlopen(url + "/health", timeout=1.0) as resp:
                 if resp.status == 200:
@@ -139,16 +151,53 @@ def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 
         except (urllib.error.URLError, OSError):
             pass
         time.sleep(0.02)
-    raise LauncherError(f"sqld did not answer {url}/health within {timeout:.0f} s: {_tail(log)}")
+    raise LauncherError(f"sqld did not answer {url}/health within {timeout:.0f} s: "
+                        f"{_tail(log, since=since)}")
 
 
-def _tail(log: Path, lines: int = 5) -> str:
-    """The last lines of a log file, joined on one line, for error messages."""
+def _read_log(log: Path, since: int = 0) -> str:
+    """The log from byte `since` on ("" when it cannot be read)."""
     try:
-        text = log.read_text(errors="replace").strip().splitlines()
+        with open(log, "rb") as f:
+            f.seek(since)
+            return f.read().decode(errors="replace")
     except OSError:
+        return ""
+
+
+def _tail(log: Path, lines: int = 5, since: int = 0) -> str:
+    """The last lines of a log file (from byte `since`), joined on one line, for errors."""
+    if not log.exists():
         return "(no log)"
+    text = _read_log(log, since).strip().splitlines()
     return " | ".join(text[-lines:]) or "(empty log)"
+
+
+def _log_size(log: Path) -> int:
+    try:
+        return log.stat().st_size
+    except OSError:
+        return 0
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """Whether sqld could listen on host:port now: a bind test, as sqld binds (with
+    SO_REUSEADDR, so a port whose old connections linger in TIME_WAIT counts as free, but
+    one another program listens on does not). A host that does not resolve counts as free:
+    sqld then says what is wrong with it."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        return True
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return False
+    return True
 
 
 def _b64url(data: bytes) -> str:
@@ -225,6 +274,7 @@ class SqldServer:
         self._proc: subprocess.Popen | None = None
         self._key: Ed25519PrivateKey | None = None
         self.start_seconds: float | None = None  # how long the last start took, for benchmarks
+        self.log_since = 0          # where the running sqld's part of sqld.log begins
 
     @property
     def db_path(self) -> Path:
@@ -268,6 +318,11 @@ class SqldServer:
         """Start sqld and wait until it answers /health; retry on a port race if ours."""
         if self.pid is not None:
             return self
+        if self._fixed_port:
+            # Checked first: a sqld that cannot bind exits after a moment, and meanwhile the
+            # program holding the port (another sqld, say) answers the health check as if
+            # it were ours, so tokens for a server that is not this one would be printed.
+            self._check_ports_free()
         binary = find_sqld(self._cache_dir)
         if self.auth:
             self._key = _load_or_create_key(self.data_dir / "keys")
@@ -279,10 +334,12 @@ class SqldServer:
             if self.namespaces and (self.admin_port is None or attempt):
                 self.admin_port = free_port(self.host)
             began = time.monotonic()
+            since = self.log_since = _log_size(self.log_path)
             try:
                 self._spawn(binary)
                 assert self._proc is not None           # _spawn started it
-                _wait_healthy(f"http://{self.host}:{self.port}", self._proc, self.log_path)
+                _wait_healthy(f"http://{self.host}:{self.port}", self._proc, self.log_path,
+                              since=since, busy=self._port_taken)
                 self.start_seconds = time.monotonic() - began
                 return self
             except LauncherError:
@@ -290,6 +347,19 @@ class SqldServer:
                 if attempt == attempts - 1:
                     raise
         return self
+
+    def _check_ports_free(self) -> None:
+        """PortInUseError when the HTTP (or admin) port is taken."""
+        for port in (self.port, self.admin_port if self.namespaces else None):
+            if port and not port_is_free(self.host, port):
+                raise PortInUseError(port)
+
+    def _port_taken(self) -> LauncherError:
+        """The error for a sqld that exited because a port was taken after our check."""
+        if self.namespaces and self.admin_port:
+            return LauncherError(f"port {self.port} or the admin port {self.admin_port} is "
+                                 "in use")
+        return PortInUseError(self.port)
 
     def _spawn(self, binary: Path) -> None:
         """Run the sqld binary directly, so the PID we hold is sqld itself."""
@@ -364,9 +434,25 @@ class SqldServer:
         return f"SqldServer(url={self.url!r}, pid={self.pid}, data_dir={str(self.data_dir)!r})"
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGINT came (raised by the stop handlers): `signal_name` says which."""
+
+    def __init__(self, signal_name: str):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
 def _interrupt(signum, frame) -> None:
-    """Signal handler: unwind the wait loop as Ctrl-C would."""
-    raise KeyboardInterrupt
+    """Signal handler: unwind the wait loop as Ctrl-C would, once. A second signal while
+    sqld is being stopped (Ctrl-C pressed twice, SIGTERM after SIGINT) must not cut that
+    stop short and orphan sqld, so later ones are taken and dropped."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _already_stopping)
+    raise Stopped(signal.Signals(signum).name)
+
+
+def _already_stopping(signum, frame) -> None:
+    """Signal handler after the first stop signal: the stop is under way."""
 
 
 def install_stop_handlers() -> None:
@@ -377,15 +463,24 @@ def install_stop_handlers() -> None:
         signal.signal(sig, _interrupt)
 
 
-def run_until_stopped(server: SqldServer) -> int:
-    """Wait while sqld runs; Ctrl-C or SIGTERM stops it. 0 when stopped, 1 when sqld died."""
+def stopped_line(stop: KeyboardInterrupt, server: SqldServer) -> str:
+    """The one line said when a signal stopped the server (after sqld has exited)."""
+    name = stop.signal_name if isinstance(stop, Stopped) else "SIGINT"
+    return f"stopped on {name}; data kept in {server.data_dir.resolve()}"
+
+
+def run_until_stopped(server: SqldServer, out=None) -> int:
+    """Wait while sqld runs; Ctrl-C or SIGTERM stops it. 0 when stopped (one line on `out`,
+    default stdout, says so once sqld has exited), 1 when sqld died (its log's last lines
+    on stderr)."""
     install_stop_handlers()
     try:
         while server.pid is not None:
             time.sleep(0.5)
-        print(f"error: sqld exited: {_tail(server.log_path)}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 0
+        status, line = 1, f"error: sqld exited: {_tail(server.log_path, since=server.log_since)}"
+    except KeyboardInterrupt as stop:
+        status, line = 0, stopped_line(stop, server)
     finally:
         server.stop()
+    print(line, file=sys.stderr if status else (out or sys.stdout), flush=True)
+    return status

@@ -31,7 +31,7 @@ def _us(column: str) -> str:
 
 
 # Upsert by id. Counters only move forwards. A row is replaced only by a version that is at
-# least as new in every part (README "Changes on several devices", issue 26): its content
+# least as new in every part (docs/sync.md "Changes on several devices", issue 26): its content
 # (text, category, importance, metadata) by content_changed_at, its flags (pin, privacy) by
 # flags_changed_at, its supersession by superseded_changed_at (sticky on a tie). Two
 # versions of a part stamped alike are the same version (store/change_clock.py), so "at least
@@ -161,3 +161,21 @@ DEVICE_AND_TOPS = ("SELECT (SELECT revoked_at FROM devices WHERE agent_id = ? AN
                    "(SELECT MAX(rowid) FROM cold_memories), "
                    "(SELECT MAX(seq) FROM cold_changes WHERE agent_id = ?), "
                    "(SELECT MAX(rowid) FROM cold_tombstones)")
+# Every agent the cloud holds, for `evoclaw-memory agents` and restore's "it holds: ...", in
+# one request: counts and metadata only (clear even in an encrypted cloud). An agent is
+# anything with a fact, a device, a critical state or a keyring; the rowid mark's agent ''
+# (ROWID_MARK) is none. Rows: agent_id, active devices, facts, newest device heartbeat,
+# the state's updated_at, has a state, has a keyring.
+AGENTS = ("WITH facts AS (SELECT agent_id, COUNT(*) AS n FROM cold_memories "
+          "WHERE agent_id != '' GROUP BY agent_id), "
+          "devs AS (SELECT agent_id, SUM(revoked_at IS NULL) AS n, MAX(last_seen) AS seen "
+          "FROM devices GROUP BY agent_id), "
+          "ids AS (SELECT agent_id FROM facts UNION SELECT agent_id FROM devs UNION "
+          "SELECT agent_id FROM critical_state UNION SELECT agent_id FROM evoclaw_keys) "
+          "SELECT ids.agent_id, coalesce(devs.n, 0), coalesce(facts.n, 0), devs.seen, "
+          "s.updated_at, s.agent_id IS NOT NULL, k.agent_id IS NOT NULL FROM ids "
+          "LEFT JOIN facts ON facts.agent_id = ids.agent_id "
+          "LEFT JOIN devs ON devs.agent_id = ids.agent_id "
+          "LEFT JOIN critical_state s ON s.agent_id = ids.agent_id "
+          "LEFT JOIN evoclaw_keys k ON k.agent_id = ids.agent_id "
+          "WHERE ids.agent_id != '' ORDER BY ids.agent_id")

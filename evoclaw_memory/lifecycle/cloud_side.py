@@ -29,6 +29,7 @@ def configured_remote(mem: "Memory") -> Any:
     """The configured Remote, unsecured (Hrana, a file, or the embedded default file)."""
     from evoclaw_memory.cloud.remote import open_remote
     from evoclaw_memory.store import migrate
+    mem.config.require_cloud()      # an unusable URL: its clear error, not a parse of it
     remote = open_remote(mem.config.cloud_url, mem.config.cloud_token,
                          Path(mem.config.home) / "cloud.db")
     if mem.store.get_setting(KV_SCHEMA) == f"{migrate.latest_version('cloud')} {remote.label}":
@@ -175,11 +176,10 @@ def reseal_now(mem: "Memory", remote: Any, progress: Any = None) -> None:
 
 def reseal(mem: "Memory", remote: Any, progress: Any = None) -> Any:
     """Continue the pending re-seal of the agent's cloud archive (see cloud.keys.reseal)."""
-    import socket
     from evoclaw_memory.cloud import keys
-    from evoclaw_memory.cloud.engine import device_id
+    from evoclaw_memory.cloud.engine import device_id, device_name
     return keys.reseal(mem.store, remote, mem.agent_id, device_id(mem.store),
-                       socket.gethostname()[:64], progress)
+                       device_name(mem.store), progress)
 
 
 def change_passphrase(mem: "Memory", current: str, new: str, remote: Any = None) -> None:
@@ -215,6 +215,7 @@ def sync(mem: "Memory", remote: Any = None) -> Any:
         note_schema(mem, scoped)
 
     with remote_scope(mem, remote) as scoped:
+        retire_old_id(mem, scoped)      # after a restore that could not do it: one request
         # Counted in the commit that records the cloud's answer: one fsync less per sync.
         report = mem.sync_engine(scoped).sync(on_acknowledged=count_it)
         mem.reseal(scoped)         # after a key init/rotate: no-op once complete
@@ -236,13 +237,16 @@ def sync_status(mem: "Memory") -> dict[str, Any]:
 def restore(mem: "Memory", *, full: bool, force: bool, discard_unsynced: bool, remote: Any,
             progress: Any, passphrase: Optional[str], recovery_key: Optional[str]) -> Any:
     """Preflight, unlock the keys, then rebuild from the cloud (see cloud.restore)."""
-    from evoclaw_memory.cloud.restore import preflight, restore as restore_from
+    from evoclaw_memory.cloud.restore import preflight, require_agent, restore as restore_from
     preflight(mem.store, force, discard_unsynced)      # no scrypt, no request to refuse
     owned = remote is None
     if owned:
         remote = configured_remote(mem)
     try:
         began = time.perf_counter()
+        # A missing agent is said as such, with the agents the cloud holds, before any key
+        # is looked for (an encrypted cloud would otherwise say no key is set up).
+        require_agent(remote, mem.agent_id)
         mem.secure_remote(remote, passphrase, recovery_key, probe=True)
         unlocked = time.perf_counter() - began
         kwargs = {"progress": progress} if progress else {}
@@ -253,6 +257,10 @@ def restore(mem: "Memory", *, full: bool, force: bool, discard_unsynced: bool, r
                               access_boost=cfg.access_boost, **kwargs)
         report.key_seconds = round(unlocked, 3)
         report.seconds = round(report.seconds + unlocked, 3)
+        try:
+            retire_old_id(mem, remote)
+        except RemoteError:
+            pass            # the restore stands; the next sync retires it
     finally:
         if owned:
             remote.close()
@@ -271,6 +279,37 @@ def restore(mem: "Memory", *, full: bool, force: bool, discard_unsynced: bool, r
                 break
             linked += step
     return report
+
+
+def retire_old_id(mem: "Memory", remote: Any) -> None:
+    """Retire in the cloud the id this device had before a restore gave it a new one (see
+    Remote.retire): no ghost of it is left in `devices list` for the owner to revoke while
+    this device syncs under its new id. Nothing to do (no request) when none is pending."""
+    import socket
+    from evoclaw_memory.cloud.engine import default_device_name, device_id, device_name
+    from evoclaw_memory.cloud.restore import KV_RETIRE
+    old = mem.store.get_setting(KV_RETIRE)
+    if not old:
+        return
+    new = device_id(mem.store)
+    if old != new:                      # never this device's own id
+        # Names nobody chose: this release's default for the old id, an older release's
+        # bare hostname; the new id's default replaces them.
+        remote.retire(mem.agent_id, old, new, device_name(mem.store),
+                      (default_device_name(old), socket.gethostname()[:64]))
+    with mem.store.transaction():
+        mem.store.conn.execute("DELETE FROM kv WHERE key = ?", (KV_RETIRE,))
+        mem.store.audit("device.retire", "device", old, mem.clock())
+
+
+def cloud_agents(config: Any) -> list[Any]:
+    """The agents the configured cloud holds (Remote.agents), opened from the config alone:
+    listing them creates no agent folder here, and needs no key."""
+    from evoclaw_memory.cloud.remote import open_remote
+    config.require_cloud()
+    with open_remote(config.cloud_url, config.cloud_token,
+                     Path(config.home) / "cloud.db") as remote:
+        return remote.agents()
 
 
 def critical_state(mem: "Memory") -> Any:

@@ -146,10 +146,11 @@ class OwnerControl:
         return self.control.unsupersede(self.control.require(fact_id(fact_id_)), actor(by),
                                         self.clock())
 
-    def tree_move(self, old: str, new: str) -> int:
+    def tree_move(self, old: str, new: str, *, by: str = "manual") -> int:
         """Move every fact filed at `old` or below to `new` (same sub-paths), then remove
-        `old`; returns how many facts moved."""
+        `old`; returns how many facts moved. by: the actor its audit row names."""
         old_path, new_path = tree_rules.validate_path(old), tree_rules.validate_path(new)
+        who = actor(by)
         if old_path == new_path or new_path.startswith(old_path + "/"):
             raise ValidationError("move a node to another place, not into itself")
         if not self.store.has_node(old_path):
@@ -165,7 +166,7 @@ class OwnerControl:
                     self.trees.recategorize(fid, target, now)
                     moved += 1
             self.trees.remove(old_path)
-            self.store.audit("tree.move", old_path, f"to {new_path} ({moved} facts) actor=manual",
+            self.store.audit("tree.move", old_path, f"to {new_path} ({moved} facts) actor={who}",
                              now)
         return moved
 

@@ -2,8 +2,10 @@
 
     mem.context(query)             start: MEMORY.md + tree + facts for the system prompt
     mem.end_conversation(messages) end:   distill -> store facts -> hot updates -> MEMORY.md
-                                          -> quick consolidation when due -> push when a
-                                          cloud is configured (offline: queued) -> a report
+                                          -> quick consolidation when due -> push where
+                                          `sync` pushes: the cloud, or the local archive
+                                          when none is configured (offline: queued)
+                                          -> a report
 
 `Memory.end_conversation` delegates here so the steps and their report live in one place.
 Nothing here is lost on failure: every step lands in the local database first, and a push
@@ -52,10 +54,11 @@ def end_conversation(mem: "Memory", messages: Union[str, list], *, at: Optional[
                      sync: Optional[bool] = None, consolidate: Optional[bool] = None,
                      remote=None) -> dict[str, Any]:
     """Distill `messages`, store what they teach, keep hot memory and MEMORY.md current,
-    consolidate when due and push when a cloud is configured; returns the report.
+    consolidate when due and push where `sync` pushes; returns the report.
 
-    sync: None pushes only when a cloud URL is configured (or `remote` is given); True/False
-    force it. consolidate: None runs a quick consolidation when one is due.
+    sync: None or True pushes where `sync` does (the configured cloud, or the local archive
+    $EVOCLAW_HOME/cloud.db when none is configured, or `remote`); False does not push.
+    consolidate: None runs a quick consolidation when one is due.
     DeviceRevoked propagates (the device has wiped itself); any other cloud failure is
     reported in `sync` and the work stays queued."""
     started = time.perf_counter()
@@ -76,9 +79,19 @@ def end_conversation(mem: "Memory", messages: Union[str, list], *, at: Optional[
     if consolidate or (consolidate is None and quick_consolidation_due(mem)):
         consolidation = mem.consolidate("quick")
 
-    wants_sync = sync if sync is not None else bool(mem.config.cloud_url or remote is not None)
-    sync_report = push(mem, remote) if wants_sync else {"status": "off", "detail":
-                                                        "no cloud configured; run `sync`"}
+    # Where `sync` pushes, so does the end of a conversation: the configured cloud, or with
+    # none configured the local archive ($EVOCLAW_HOME/cloud.db, the embedded default).
+    # A cloud URL that cannot be used (a typo) turns sync off, never the memory, and its
+    # changes are not sent anywhere else meanwhile (config.cloud_url_problem).
+    problem = getattr(mem.config, "cloud_url_problem", None) if remote is None else None
+    if sync is False or problem:
+        sync_report = {"status": "off", "target": None, "where": None,
+                       "detail": f"not pushed: {problem}; the changes stay queued until it is "
+                                 "fixed" if problem else
+                                 "not pushed (sync=False); `sync` pushes the queued changes",
+                       "outbox_depth": mem.store.outbox_depth()}
+    else:
+        sync_report = push(mem, remote)
 
     added = list(applied.get("added", []))
     reinforced = list(applied.get("reinforced", []))
@@ -126,11 +139,16 @@ def _apply(mem: "Memory", result: dict) -> dict:
 
 
 def push(mem: "Memory", remote=None) -> dict[str, Any]:
-    """Push the outbox now: {'status': 'pushed'|'queued'|'failed', ...}; never loses work.
+    """Push the outbox now (as `sync` does, to the same place); never loses work.
 
-    DeviceRevoked propagates: the device has just wiped itself and must stop."""
+    {'status': 'pushed'|'queued'|'failed', 'target': 'cloud'|'cloud file'|'local archive'
+    (or None for a remote passed in), 'where': its URL or path, 'detail': what was done, in
+    words, 'outbox_depth': ...}. DeviceRevoked propagates: the device has just wiped itself
+    and must stop."""
     from evoclaw_memory.errors import DeviceRevoked, EvoclawError, Unavailable
     from evoclaw_memory.lifecycle.cloud_side import retries, scoped_remote
+    target, where = push_target(mem) if remote is None else (None, getattr(remote, "label", None))
+    place = _place(target, where)
     try:
         # A network cloud's held remote: its connection and the verified schema carry over,
         # so a post-conversation push is ONE request.
@@ -142,12 +160,47 @@ def push(mem: "Memory", remote=None) -> dict[str, Any]:
     except DeviceRevoked:
         raise
     except Unavailable as exc:
-        return {"status": "queued", "detail": str(exc), "outbox_depth": mem.store.outbox_depth()}
+        depth = mem.store.outbox_depth()
+        return {"status": "queued", "target": target, "where": where,
+                "detail": f"queued offline: {place} is unreachable ({exc}); {depth} "
+                          "change(s) wait for the next sync", "outbox_depth": depth}
     except EvoclawError as exc:
-        return {"status": "failed", "detail": str(exc), "error": type(exc).__name__,
+        return {"status": "failed", "target": target, "where": where,
+                "detail": f"not pushed to {place}: {exc}", "error": type(exc).__name__,
                 "outbox_depth": mem.store.outbox_depth()}
-    return {"status": "pushed", "detail": "", "report": report,
-            "outbox_depth": report.outbox_depth}
+    return {"status": "pushed", "target": target, "where": where,
+            "detail": f"pushed {report.pushed_facts} fact(s)"
+                      f"{' + critical state' if report.state_pushed else ''} to {place}, "
+                      f"pulled {report.pulled_facts} fact(s)",
+            "report": report, "outbox_depth": report.outbox_depth}
+
+
+def push_target(mem: "Memory") -> tuple[str, str]:
+    """(what, where) `sync` pushes to: ('cloud', its URL without credentials), ('cloud file',
+    its path) or, with no cloud configured, ('local archive', $EVOCLAW_HOME/cloud.db)."""
+    url = mem.config.cloud_url
+    if not url:
+        return "local archive", str(Path(mem.config.home) / "cloud.db")
+    if getattr(mem.config, "cloud_url_problem", None):
+        return "cloud", "(an unusable URL)"     # pushing fails with the configuration error
+    if mem.config.cloud_is_network:
+        from urllib.parse import urlsplit
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        host = f"[{host}]" if ":" in host else host          # an IPv6 address
+        port = f":{parts.port}" if parts.port else ""
+        # No user, password or query (a token can hide in either): scheme, host and port.
+        return "cloud", f"{parts.scheme}://{host}{port}"
+    from evoclaw_memory.validate import cloud_target
+    return "cloud file", cloud_target(url)[1]
+
+
+def _place(target: Optional[str], where: Optional[str]) -> str:
+    if target == "local archive":
+        return f"the local archive {where} (no cloud configured)"
+    if target is None:
+        return f"{where or 'the given remote'}"
+    return f"the {target} {where}"
 
 
 def _size(messages: Union[str, list]) -> int:

@@ -237,15 +237,21 @@ class Retriever:
                          {c.category: path_terms(c.category) for c in candidates[:UPDATE_POOL]})
         candidates.sort(key=_order)
         results = []
+        # The figure an agent reads (and may sort or threshold on) follows the ranking: the
+        # smallest share of the query held by this result or any ranked above it. A result
+        # with more of the query's words can rank lower (decay, the tree, feedback, the
+        # entity graph): its own share stays in `coverage`.
+        floor = 1.0
         for c in candidates[:limit]:
             fact = fact_from_row(c.row[1:12])
             if c.choice is not None:
                 how, path = method, c.choice.path
             else:
                 how, path = ("fts-warm" if fact.tier == "warm" else "cold"), fact.category
+            floor = min(floor, c.relevance)
             results.append(RetrievalResult(fact=fact, method=how, path=path,
-                                           relevance=round(c.relevance, 4),
-                                           score=round(c.rank, 6)))
+                                           relevance=round(floor, 4), score=round(c.rank, 6),
+                                           coverage=round(c.relevance, 4)))
         return results
 
     # -- steps ---------------------------------------------------------------------------

@@ -81,7 +81,7 @@ def apply_changed(warm: WarmKeeper, facts: list[Fact], now: float) -> int:
     """Take other devices' changes of facts (pulled from the cloud's change feed); returns
     how many local facts changed.
 
-    The rule (README "Changes on several devices", merge_versions): the content (text,
+    The rule (docs/sync.md "Changes on several devices", merge_versions): the content (text,
     category, importance, metadata) comes from the version whose content changed later, the
     flags (pin, privacy) from the one whose flags did, the supersession from the one whose
     supersession did. When the result is not the version the cloud holds (the two devices
@@ -123,8 +123,8 @@ def _parts(fact: Fact) -> tuple:
 
 
 def merge_versions(known: Fact, pulled: Fact) -> Fact:
-    """This device's version of a fact merged with another device's (README "Changes on
-    several devices"): the content from the version whose content changed later, the flags
+    """This device's version of a fact merged with another device's (docs/sync.md, "Changes
+    on several devices"): the content from the version whose content changed later, the flags
     from the one whose flags did, the supersession from the one whose supersession did (an
     unsupersede made after seeing a supersession undoes it; an edit never touches it, so an
     edit made without seeing one cannot), each with its clock; two changes stamped alike

@@ -101,7 +101,7 @@ class WarmKeeper:
         self.store.incr_metric("reinforcements", len(fact_ids))
         self.store.audit(op, ",".join(fact_ids)[:500], "reinforced", now)
 
-    def supersede(self, old: Fact, new: Fact, now: float) -> None:
+    def supersede(self, old: Fact, new: Fact, now: float, actor: str = "manual") -> None:
         """Mark `old` superseded by `new` (kept for history, out of the counts and search).
 
         Refused when `new` is already (through a chain) superseded by `old`: the loop would
@@ -116,7 +116,7 @@ class WarmKeeper:
                                          cold=-(old.tier == "cold"))
             self.store.enqueue_change(old.id, now, part="supersession")
             self.store.enqueue_state(now)
-            self.store.audit("supersede", old.id, f"by {new.id}", now)
+            self.store.audit("supersede", old.id, f"by {new.id} actor={actor}", now)
 
     def evict_over_cap(self, now: float, warm_total: Optional[int] = None) -> list[str]:
         """Archive the weakest warm facts while warm is over its cap; returns their ids.

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 import msgspec
 
 from evoclaw_memory import validate
-from evoclaw_memory.errors import ValidationError
+from evoclaw_memory.errors import NoPendingTask, ValidationError
 from evoclaw_memory.limits import (HOT_MAX_BYTES, HOT_MAX_EVENTS, HOT_MAX_LESSONS, HOT_MAX_PENDING_TASKS,
                      HOT_MAX_PROJECTS)
 from evoclaw_memory.models import Event, HotState, Identity, Lesson, Project, Task
@@ -181,7 +181,7 @@ def _complete_task(state: HotState, value: dict, now: float) -> None:
     tasks = state.active_context.tasks
     match = [t for t in tasks if t.id == task_id or (value.get("text") and t.text == value["text"])]
     if not match:
-        raise ValidationError(f"no pending task {task_id or value.get('text')!r}")
+        raise NoPendingTask(f"no pending task {task_id or value.get('text')!r}")
     state.active_context.tasks = [t for t in tasks if t not in match]
     for task in match:
         _stamp(state, f"removed:{task.id}", now)    # done tasks leave; remember why for merges

@@ -45,7 +45,8 @@ def test_wrong_passphrase_changes_nothing_even_with_force(fresh_db, tmp_path):
         fill(b, 4, "local")
         b.update_hot("task", {"text": "Renew the greenhouse insurance"})
         before = snapshot(b)
-        with pytest.raises(ValidationError, match=r"5 change\(s\).*--discard-unsynced"):
+        with pytest.raises(ValidationError, match=r"4 facts and a hot memory/category tree "
+                                                  r"change not yet synced.*--discard-unsynced"):
             b.restore(force=True, passphrase=PASS)
         with pytest.raises(CryptoError, match="wrong passphrase"):
             b.restore(force=True, discard_unsynced=True, passphrase="not it")
