@@ -22,7 +22,7 @@ import time
 from .util import RESULTS, ROOT, AreaResult, Workspace, log, render_area, table, write_json
 
 AREAS = ["retrieval", "write", "sync", "restore", "offline", "footprint", "context", "quality",
-         "control", "load", "health"]
+         "control", "load", "health", "ui"]
 
 
 def _meta(quick: bool, areas: list[str]) -> dict:

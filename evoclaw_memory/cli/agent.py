@@ -50,10 +50,17 @@ def mcp_command(ctx: click.Context, actor: Optional[str] = None) -> None:
 @click.option("--no-consolidate", is_flag=True, help="Only sync; no scheduled consolidation.")
 @click.option("--no-sync", is_flag=True, help="Only consolidate; never contact the cloud.")
 @click.option("--once", is_flag=True, help="Do one round of whatever is due, then exit.")
+@click.option("--ui", "ui_", is_flag=True,
+              help="Also serve the owner's window (the `ui` page; needs the [ui] extra).")
+@click.option("--ui-port", type=click.IntRange(0, 65535), default=8377, show_default=True,
+              metavar="PORT", help="Port of the owner's window.")
+@click.option("--ui-host", default=None, metavar="HOST",
+              help="Address of the owner's window [default: 127.0.0.1].")
 @common_options
 @click.pass_context
 def serve_command(ctx: click.Context, heartbeat: float, quick_every: float, retry_min: float,
-                  no_consolidate: bool, no_sync: bool, once: bool) -> None:
+                  no_consolidate: bool, no_sync: bool, once: bool, ui_: bool = False,
+                  ui_port: int = 8377, ui_host: Optional[str] = None) -> None:
     """Keep this agent's memory synced and consolidated (for an always-on device).
 
     Syncs on a heartbeat (default 60 s) and soon after the network returns; consolidates
@@ -68,14 +75,30 @@ def serve_command(ctx: click.Context, heartbeat: float, quick_every: float, retr
         # no single document to print.
         raise ValidationError("serve logs one line per action on stderr; --json does not "
                               "apply (use `sync --status --json` or `metrics --json`)")
-    with open_memory(ctx) as mem:
-        configure_logging(mem.agent_id)
-        # The per-turn CLI commands of this agent run in this process while it lives (no
-        # start-up to pay); see cli.relay.
-        status = run_service(mem, once=once, heartbeat=heartbeat, quick_every=quick_every,
-                             retry_min=retry_min, consolidate=not no_consolidate,
-                             sync=not no_sync,
-                             relay=RelayServer(mem.agent_id, mem.config.home, logger=log))
+    page = None
+    if ui_:
+        # The owner's window in a thread of this process (it opens its own Memory per
+        # request, like the CLI); printed as `ui` prints it: one URL carrying its token.
+        from evoclaw_memory.ui import require_extra
+        require_extra()
+        from evoclaw_memory.ui.server import exposure_warning, start_in_thread
+        page = start_in_thread(command_config(ctx), host=ui_host, port=ui_port)
+        warning = exposure_warning(page.host)
+        if warning:
+            click.echo(warning, err=True)
+        click.echo(page.url)
+    try:
+        with open_memory(ctx) as mem:
+            configure_logging(mem.agent_id)
+            # The per-turn CLI commands of this agent run in this process while it lives (no
+            # start-up to pay); see cli.relay.
+            status = run_service(mem, once=once, heartbeat=heartbeat, quick_every=quick_every,
+                                 retry_min=retry_min, consolidate=not no_consolidate,
+                                 sync=not no_sync,
+                                 relay=RelayServer(mem.agent_id, mem.config.home, logger=log))
+    finally:
+        if page is not None:
+            page.stop()
     ctx.exit(status)
 
 

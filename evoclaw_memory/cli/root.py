@@ -36,6 +36,7 @@ LAZY_COMMANDS = {
     "server": "server:server",
     "pin": "vault:pin", "unpin": "vault:unpin", "proposals": "vault:proposals",
     "entity": "entity:entity",
+    "ui": "ui:ui",
 }
 
 
