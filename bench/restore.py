@@ -17,6 +17,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import msgspec
 
@@ -26,6 +27,7 @@ from .util import (AGENT, AreaResult, Cloud, Workspace, count_label, human_bytes
 
 TITLE = "4. Restore (real sqld → fresh device)"
 ROWS_PER_STMT = 200
+MIRROR_FLOOR_RATIO = 2.5        # restore --full @100k ÷ its local insert floor (issue 29)
 ROWS_PER_TXN = 5_000
 COLS = ("id, agent_id, text, category, importance, created_at, access_count, metadata, source, "
         "last_access, superseded_by, device_id")
@@ -178,15 +180,21 @@ def run(ws: Workspace) -> AreaResult:
             rows = _rows(n)
             state = _critical_state(ws, rows)
             url = cloud.new_db(f"restore{n}")
-            pop = _populate(cloud, url, rows, state)
-            log(f"restore: populated {n:,} rows in {pop:.1f} s")
             k = repeats(n, ws.quick)
             k_fast = max(k, 7)                  # ~0.1 s each: enough runs for a steady median
             encrypted = n == max(sizes(ws.quick))
             if encrypted:
-                sealed_rows, sealed_state, keyring = _sealed(rows, state)
+                # The two archives are written at once (the client mostly waits on sqld,
+                # which has the other core): not timed, only the bench's own set-up.
                 enc_url = cloud.new_db(f"restore{n}enc")
-                _populate(cloud, enc_url, sealed_rows, sealed_state, keyring)
+                with ThreadPoolExecutor(max_workers=1) as pool:
+                    pending = pool.submit(_populate, cloud, url, rows, state)
+                    sealed_rows, sealed_state, keyring = _sealed(rows, state)
+                    _populate(cloud, enc_url, sealed_rows, sealed_state, keyring)
+                    pop = pending.result()
+            else:
+                pop = _populate(cloud, url, rows, state)
+            log(f"restore: populated {n:,} rows in {pop:.1f} s")
             # The runs each ratio compares alternate, round by round, so that both sides see
             # the same machine: on a shared VM its speed drifts over a minute by more than the
             # margins judged here.
@@ -233,10 +241,10 @@ def run(ws: Workspace) -> AreaResult:
                 "< 5 s" if big else "", verdict(d["restore_s"] < 5) if big else "")
         ratio = d["full_s"] / d["floor_s"]
         res.add(f"restore --full (mirror) @ {count_label(n)}", secs(d["full_s"]),
-                f"floor {secs(d['floor_s'])} ({ratio:.1f}×); {f['requests']} requests, "
+                f"floor {secs(d['floor_s'])} ({ratio:.2f}×); {f['requests']} requests, "
                 f"{human_bytes(f['bytes_received'])} in",
-                "< 30 s and < 3× floor" if big else "",
-                verdict(d["full_s"] < 30 and ratio < 3) if big else "")
+                f"< 30 s and ≤ {MIRROR_FLOOR_RATIO}× floor" if big else "",
+                verdict(d["full_s"] < 30 and ratio <= MIRROR_FLOOR_RATIO) if big else "")
     for n, d in per_size.items():
         enc = d.get("encrypted")
         if not enc:

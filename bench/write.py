@@ -24,7 +24,9 @@ from .util import (AreaResult, Workspace, clean_env, log, memory, ms, p50_p95,
 
 TITLE = "2. Write path"
 N_REMEMBER = 10_000
-TARGET_REMEMBER_S = 5.0
+# Targets are ratios to what the machine itself allows, measured in the same run (issue 29):
+TARGET_REMEMBER_FLOOR = 2.0   # young tree ÷ the floor of plain durable sqlite3 transactions
+TARGET_FULL_YOUNG = 1.3       # full 50-node tree of the 100k store ÷ the young tree
 N_DURABILITY = 2_000
 CHUNK = 500                 # calls per turn when remember runs side by side (small / full / floor)
 
@@ -82,6 +84,19 @@ def _full_tree_store(ws: Workspace, stack: contextlib.ExitStack) -> tuple[object
     # The store is an old agent's: its facts are linked to their entities (the build's
     # consolidation did it). Time that linking once more on its own, as a store from a
     # release before the entity graph needs it: the one-time catch-up after an upgrade.
+    # Quick mode times it on a copy of the 10k store (the same per-fact work, a tenth of it:
+    # the smoke run's minute goes elsewhere); the row says how many facts it linked.
+    if ws.quick:
+        with memory(ws.copy_store(10_000)) as small:
+            linked, link_s = _catch_up(small)
+    else:
+        linked, link_s = _catch_up(mem)
+    _fill_tree(mem)
+    return mem, {"store_facts": n_store, "catch_up_linked": linked, "catch_up_s": link_s}
+
+
+def _catch_up(mem) -> tuple[int, float]:
+    """(facts linked, seconds): the store's entity graph dropped, then linked again."""
     conn = mem.store.conn
     with mem.store.transaction():
         for table in ("entity_facts", "entity_relations", "entity_aliases", "entities"):
@@ -89,16 +104,7 @@ def _full_tree_store(ws: Workspace, stack: contextlib.ExitStack) -> tuple[object
         conn.execute("DELETE FROM kv WHERE key = 'entities.linked_rowid'")
     t_link = time.perf_counter()
     linked = mem.link_new_facts(batch=None)
-    link_s = time.perf_counter() - t_link
-    extra = 0
-    while len(mem.tree) < 50 and extra < 60:
-        top = ("lessons", "finance", "travel", "health")[extra % 4]
-        try:
-            mem.tree_add(f"{top}/extra-{extra}", "added to fill the tree")
-        except Exception:                                    # noqa: BLE001 - a full parent
-            pass
-        extra += 1
-    return mem, {"store_facts": n_store, "catch_up_linked": linked, "catch_up_s": link_s}
+    return linked, time.perf_counter() - t_link
 
 
 def _remember_side_by_side(ws: Workspace, gen) -> dict:
@@ -142,20 +148,68 @@ def _remember_side_by_side(ws: Workspace, gen) -> dict:
     return {**out, **info}
 
 
-def _end_conversation_old_agent(ws: Workspace, convs) -> tuple[list[float], list[float]]:
-    """end_conversation (sync off) on a copy of the 100k-fact store and on a new store, one
-    conversation each in turn, so both see the same machine."""
-    log("write: end_conversation on an old agent's store")
+def _fill_tree(mem) -> None:
+    """Fill the tree to its 50 nodes, as an agent older than a few months has it."""
+    extra = 0
+    while len(mem.tree) < 50 and extra < 60:
+        top = ("lessons", "finance", "travel", "health")[extra % 4]
+        try:
+            mem.tree_add(f"{top}/extra-{extra}", "added to fill the tree")
+        except Exception:                                    # noqa: BLE001 - a full parent
+            pass
+        extra += 1
+
+
+def _archive_everything(mem) -> int:
+    """Put the old agent's facts in its local archive ($EVOCLAW_HOME/cloud.db), as its pushes
+    of the years before would have (the bulk-loaded store never queued them), then its first
+    sync: an old agent without a cloud pushes into an archive as big as its memory."""
+    import sqlite3 as _sqlite3
+    from evoclaw_memory.cloud.engine import device_id
+    mem.sync()                                   # creates the archive and its schema
+    from pathlib import Path
+    conn = _sqlite3.connect(Path(mem.config.home) / "cloud.db", isolation_level=None)
+    try:
+        conn.execute("ATTACH DATABASE ? AS m", (str(mem.store.path),))
+        conn.execute("BEGIN")
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO cold_memories (id, agent_id, text, category, importance, "
+            "created_at, access_count, metadata, source, last_access, superseded_by, device_id) "
+            "SELECT id, ?, text, category, round(importance, 6), CAST(created_at AS INTEGER), "
+            "access_count, metadata, source, last_access, superseded_by, ? FROM m.facts",
+            (mem.agent_id, device_id(mem.store)))
+        conn.execute("COMMIT")
+        n = cur.rowcount
+    finally:
+        conn.close()
+    mem.sync()                                   # its cursors move past its own rows
+    return n
+
+
+def _end_conversation_old_agent(ws: Workspace, convs) -> tuple[list[float], list[float], dict]:
+    """end_conversation as agents call it, on an old agent and on a new one, one conversation
+    each in turn (so both see the same machine), each a held Memory (bench/README.md).
+
+    The call is the user's: sync on, which with no cloud configured pushes to the local
+    archive. The old agent is a copy of the 100k-fact store with its full hot state, its tree
+    filled to 50 nodes and an archive holding every fact it has."""
+    log("write: end_conversation on an old agent's store (full tree, archive of every fact)")
     old_times: list[float] = []
     young_times: list[float] = []
     with memory(ws.copy_store(100_000)) as old, memory(ws.new_home("conv-young")) as young:
+        _fill_tree(old)
+        archived = _archive_everything(old)
+        info = {"tree_nodes": len(old.tree), "archived": archived}
         for i, conv in enumerate(convs):
             for mem, times in ((old, old_times), (young, young_times)):
                 t = time.perf_counter()
-                mem.end_conversation(conv, sync=False)
+                report = mem.end_conversation(conv)
                 if i >= 5:
                     times.append(time.perf_counter() - t)
-    return old_times, young_times
+                if report["sync"]["status"] != "pushed":
+                    raise RuntimeError(f"end_conversation did not push: {report['sync']}")
+        info["pushed_to"] = report["sync"]["target"]
+    return old_times, young_times, info
 
 
 def run(ws: Workspace) -> AreaResult:
@@ -169,9 +223,13 @@ def run(ws: Workspace) -> AreaResult:
     st = stats(both["small"][100:])
     res.data["remember"] = {"n": N_REMEMBER, "total_s": total, "per_call": st,
                             "floor_total_s": floor, "sizes_after": both["sizes"]}
-    res.add(f"remember × {N_REMEMBER:,} (one call each), total", secs(total),
-            f"plain sqlite3 insert+FTS txns, same run, chunks alternating: {secs(floor)} "
-            f"({total / floor:.1f}×)", "< 5 s", verdict(total < TARGET_REMEMBER_S))
+    young_ratio = total / floor
+    res.data["remember"]["floor_ratio"] = young_ratio
+    res.add(f"remember × {N_REMEMBER:,} (one call each), young tree ÷ floor",
+            f"{young_ratio:.2f}× ({secs(total)})",
+            f"floor: {N_REMEMBER:,} durable sqlite3 txns (row + FTS5), same run, chunks "
+            f"alternating: {secs(floor)}", f"≤ {TARGET_REMEMBER_FLOOR}×",
+            verdict(young_ratio <= TARGET_REMEMBER_FLOOR))
     res.add("remember throughput", f"{N_REMEMBER / total:,.0f} facts/s",
             f"floor {N_REMEMBER / floor:,.0f} facts/s")
     res.add("remember per call p50 / p95", p50_p95(st), "(first 100 calls discarded)")
@@ -188,12 +246,14 @@ def run(ws: Workspace) -> AreaResult:
     res.data["remember_full_tree"] = {"n": N_REMEMBER, "total_s": full_s, "per_call": full_st,
                                       "cpu_s": both["full_cpu"], "first_p50": first,
                                       "last_p50": last, **info}
+    full_ratio = full_s / total
+    res.data["remember_full_tree"]["young_ratio"] = full_ratio
     res.add(f"remember × {N_REMEMBER:,} on a full 50-node tree of a {info['store_facts']:,}-fact "
-            "store", secs(full_s),
-            f"the 42-node tree above, same run: {secs(total)} ({full_s / total:.2f}×; p50 "
+            "store ÷ young tree", f"{full_ratio:.2f}× ({secs(full_s)})",
+            f"the young (42-node) tree above, same run, chunks alternating: {secs(total)} (p50 "
             f"{full_st['p50'] / st['p50']:.2f}×); {info['new_paths']:,} calls with a path beyond "
-            f"the tree; CPU {secs(both['full_cpu'])} (the rest is waiting on fsync)", "< 5 s",
-            verdict(full_s < TARGET_REMEMBER_S))
+            f"the tree; CPU {secs(both['full_cpu'])} (the rest is waiting on fsync)",
+            f"≤ {TARGET_FULL_YOUNG}×", verdict(full_ratio <= TARGET_FULL_YOUNG))
     res.add("remember per call p50 / p95, full tree, 100k facts", p50_p95(full_st),
             f"first 1,000 calls p50 {ms(first)} · last 1,000 p50 {ms(last)} (no growth)")
     res.add(f"linking the {info['catch_up_linked']:,} facts of a store from before the entity graph",
@@ -236,12 +296,17 @@ def run(ws: Workspace) -> AreaResult:
                                         "full_tree_ok": stats(ok_times)}
         res.add("end_conversation (rule mode) p50 / p95", p50_p95(stats(ec)),
                 f"distill alone {p50_p95(stats(dist))}")
-        old_agent, young = _end_conversation_old_agent(ws, convs[:40 if quick else 100])
-        res.data["end_conversation_old_agent"] = {"old": stats(old_agent), "young": stats(young)}
-        res.add("end_conversation (sync off) p50 / p95, old agent (100,000 facts, full hot state)",
-                p50_p95(stats(old_agent)),
-                f"young agent, same conversations, interleaved: {p50_p95(stats(young))} "
-                f"(p50 {stats(old_agent)['p50'] / stats(young)['p50']:.2f}×)")
+        old_agent, young, old_info = _end_conversation_old_agent(ws, convs[:40 if quick else 100])
+        so, sy = stats(old_agent), stats(young)
+        ratio = so["p50"] / sy["p50"]
+        res.data["end_conversation_old_agent"] = {"old": so, "young": sy, "p50_ratio": ratio,
+                                                  **old_info}
+        res.add(f"end_conversation p50, old agent (100,000 facts, full hot state, "
+                f"{old_info['tree_nodes']}-node tree, {old_info['archived']:,} facts in its "
+                f"archive) ÷ young agent", f"{ratio:.2f}× ({p50_p95(so)})",
+                f"young agent, same conversations, interleaved: {p50_p95(sy)}; sync on "
+                f"(pushed to the {old_info['pushed_to']}, as with no cloud configured)",
+                "≤ 1.2×", verdict(ratio <= 1.2))
         res.add("end_conversation failures, 42-node tree with a full root",
                 f"{failures}/{len(convs)}",
                 (fail_msg[:90] + "…") if fail_msg else "none", "0 (check)",

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import gzip
 from pathlib import Path
 from typing import Optional
 
@@ -41,27 +40,49 @@ def _read(path: Path) -> bytes:
     return resources.files("evoclaw_memory").joinpath(*inside.parts).read_bytes()
 
 
+# A member-indexed list's header member is ~2.5 KB compressed: a lookup reads the start of
+# the file and then its one member, not the whole list (~800 KB).
+HEAD_READ = 1 << 16
+
+
+def _read_span(path: Path, start: int, length: Optional[int]) -> bytes:
+    """`length` bytes of the list at `start` (to the end when None)."""
+    if not path.is_file():
+        whole = _read(path)
+        return whole[start:] if length is None else whole[start:start + length]
+    with open(path, "rb") as f:
+        f.seek(start)
+        return f.read() if length is None else f.read(length)
+
+
 @functools.cache
-def _members(path: Path) -> tuple[list[str], list[tuple[int, int]], bytes]:
-    """(first key of each member, (offset, length) of each, the bytes after the header)."""
-    import json
+def _members(path: Path) -> tuple[list[str], list[tuple[int, int]], int]:
+    """(first key of each member, (offset, length) of each, where the members start)."""
     import zlib
-    raw = _read(path)
+
+    import msgspec                  # loaded already (the models), where json is not
+    raw = _read_span(path, 0, HEAD_READ)
     head = zlib.decompressobj(wbits=31)          # gzip: the first member only
-    header = head.decompress(raw).decode("utf-8")
-    line = next(ln for ln in header.splitlines() if ln.startswith(INDEX_PREFIX))
-    index = json.loads(line[len(INDEX_PREFIX):])
-    return [k for k, _, _ in index], [(o, n) for _, o, n in index], head.unused_data
+    header = head.decompress(raw)
+    if not head.eof:                             # a header longer than HEAD_READ
+        raw = _read_span(path, 0, None)
+        head = zlib.decompressobj(wbits=31)
+        header = head.decompress(raw)
+    line = next(ln for ln in header.decode("utf-8").splitlines() if ln.startswith(INDEX_PREFIX))
+    index = msgspec.json.decode(line[len(INDEX_PREFIX):])
+    start = len(raw) - len(head.unused_data)
+    return [k for k, _, _ in index], [(o, n) for _, o, n in index], start
 
 
 @functools.cache
 def member(path: Path, i: int) -> dict[str, tuple[str, ...]]:
     """key -> its columns after the word, for every line of member `i` of a list."""
     import zlib
-    _, spans, rest = _members(path)
+    _, spans, start = _members(path)
     offset, length = spans[i]
     out: dict[str, tuple[str, ...]] = {}
-    for line in zlib.decompress(rest[offset:offset + length], wbits=31).decode("utf-8").splitlines():
+    data = _read_span(path, start + offset, length)
+    for line in zlib.decompress(data, wbits=31).decode("utf-8").splitlines():
         key, _word, *columns = line.split("\t")
         out[key] = tuple(columns)
     return out
@@ -83,6 +104,7 @@ def indexed_lookup(path: Path, term: str) -> Optional[tuple[str, ...]]:
 @functools.cache
 def _zipf_table() -> dict[str, float]:
     """stem -> Zipf frequency, read once."""
+    import gzip
     table: dict[str, float] = {}
     for line in gzip.decompress(_read(ZIPF_FILE)).decode("utf-8").splitlines():
         if not line or line.startswith("#"):
@@ -94,8 +116,46 @@ def _zipf_table() -> dict[str, float]:
     return table
 
 
+# The whole table costs ~10-15 ms to build (19,500 stems); a CLI `retrieve` asks for a dozen
+# query words. So the first ZIPF_LOOKUPS_BEFORE_TABLE words are found in the list's text
+# instead (~0.1 ms each), and the table is built only for a caller that asks for more
+# (the write-time decision over many facts).
+ZIPF_LOOKUPS_BEFORE_TABLE = 64
+
+
+@functools.cache
+def _zipf_text() -> tuple[str, int]:
+    """The list's body with every stem between spaces ("NN<TAB> a b \n"), and where its
+    lines of figures start (after the # header)."""
+    import zlib
+    text = zlib.decompress(_read(ZIPF_FILE), wbits=31).decode("utf-8")
+    body = 0
+    while text.startswith("#", body):
+        body = text.find("\n", body) + 1 or len(text)
+    return text.replace("\t", "\t ").replace("\n", " \n"), body
+
+
+@functools.lru_cache(maxsize=ZIPF_LOOKUPS_BEFORE_TABLE)
+def _zipf_lookup(term: str) -> float:
+    """What _zipf_table().get(term, UNLISTED_ZIPF) gives, from the list's text: the first
+    line holding the stem (the lines go from common to rare, and the table keeps a stem's
+    first figure)."""
+    if not term or any(c.isspace() for c in term):
+        return UNLISTED_ZIPF                # no stem holds a space
+    text, body = _zipf_text()
+    at = text.find(f" {term} ", body)
+    if at == -1:
+        return UNLISTED_ZIPF
+    start = text.rfind("\n", 0, at) + 1
+    return int(text[start:text.index("\t", start)]) / 10
+
+
 def zipf(term: str) -> float:
     """How common a (stemmed) English term is, on the Zipf scale (UNLISTED_ZIPF if rare)."""
+    if _zipf_table.cache_info().currsize:
+        return _zipf_table().get(term, UNLISTED_ZIPF)
+    if _zipf_lookup.cache_info().currsize < ZIPF_LOOKUPS_BEFORE_TABLE:
+        return _zipf_lookup(term)
     return _zipf_table().get(term, UNLISTED_ZIPF)
 
 

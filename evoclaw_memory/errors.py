@@ -20,11 +20,20 @@ class EvoclawError(Exception):
     def code(cls) -> str:
         """A stable name for scripts (`--json` errors): the class name in snake case without
         `Error` (ValidationError -> "validation", DeviceRevoked -> "device_revoked")."""
-        import re
         name = cls.__name__[:-5] if cls.__name__.endswith("Error") else cls.__name__
         # A capital after a lower-case letter or digit starts a word; an acronym stays one
-        # (LLMError -> "llm", not "l_l_m").
-        return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower() or "error"
+        # (LLMError -> "llm", not "l_l_m"). (No regex: cli.plain builds EXIT_TABLE from
+        # these at import, in every CLI run.)
+        out = []
+        for i, char in enumerate(name):
+            if i and char in _UPPER and name[i - 1] in _LOWER_OR_DIGIT:
+                out.append("_")
+            out.append(char)
+        return "".join(out).lower() or "error"
+
+
+_UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_LOWER_OR_DIGIT = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 
 
 class ConfigError(EvoclawError):

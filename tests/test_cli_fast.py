@@ -259,3 +259,8 @@ def test_the_fast_path_imports_no_click_and_no_network(tmp_path):
     assert "msgspec" in loaded
     assert not loaded & {"click", "httpx", "httpcore", "cryptography", "ssl", "tomllib",
                          "importlib_metadata", "typing_extensions", "inspect", "ast"}
+    # Nor what only a rarer path needs (issue 29: ~8 ms of a per-turn run): tempfile (and
+    # shutil, random, bz2, lzma through it) for replacing a file whole, hashlib (OpenSSL)
+    # for a device's clock tag, threading, gzip for building the whole word-frequency table.
+    assert not loaded & {"tempfile", "shutil", "random", "bz2", "lzma", "hashlib", "threading",
+                         "gzip"}

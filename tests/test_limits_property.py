@@ -57,7 +57,10 @@ def check_limits(mem: Memory) -> None:
     conn = mem.store.conn
     warm = conn.execute("SELECT COALESCE(SUM(size), 0) FROM facts WHERE tier = 'warm'").fetchone()[0]
     assert mem.store.warm_bytes() == warm <= mem.config.warm_max_bytes   # the kept total is true
-    # Every fact is in the full-text index or waiting for it: one of the two, exactly.
+    # Every fact is in the full-text index or waiting for it: one of the two, exactly, once
+    # what waits is indexed (every full-text read does that first; a re-filed fact waits with
+    # its new body until then, beside its old entry).
+    mem.store.flush_fulltext()
     indexed, waiting, both = conn.execute(
         "SELECT (SELECT count(*) FROM facts_fts), (SELECT count(*) FROM fts_pending), "
         "(SELECT count(*) FROM fts_pending WHERE fact_rowid IN (SELECT rowid FROM facts_fts))"

@@ -247,6 +247,8 @@ class SealedCodec(PlainCodec):
     def __init__(self, keyring):
         from evoclaw_memory.cloud.crypto import clear_context, is_sealed    # cryptography loads only when used
         self.ring = keyring
+        # The device keyring text this codec was made from (keys.attach_local), if any.
+        self.source: Optional[str] = None
         self._clear = clear_context
         self._is_sealed = is_sealed
 

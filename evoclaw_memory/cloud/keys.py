@@ -211,6 +211,25 @@ def attach(remote: SqlRemote, ring: Keyring) -> SqlRemote:
     return remote
 
 
+def attach_local(remote: SqlRemote, store: LocalStore) -> Optional[SqlRemote]:
+    """Attach the device's own keyring to `remote` (None when this device holds no keys).
+
+    A held remote keeps the codec it was given while the device's keys stay as they were:
+    its derived subkeys and category tokens carry over, and every sync does not decode the
+    keyring and derive them again (a quarter of an encrypted push's sealing). Keys that
+    changed (a rotation, another device's record adopted) are a new text: a new codec."""
+    text = store.get_setting(KV_RING)
+    if not text:
+        return None
+    codec = getattr(remote, "codec", None)
+    if isinstance(codec, SealedCodec) and codec.source == text:
+        return remote
+    codec = SealedCodec(Keyring.import_local(text))
+    codec.source = text
+    remote.codec = codec
+    return remote
+
+
 def change_passphrase(store: LocalStore, remote: SqlRemote, agent_id: str, current: str,
                       new_passphrase: str, scrypt_n: int = SCRYPT_N) -> None:
     """Rewrap the master key under a new passphrase; the data is not re-encrypted."""

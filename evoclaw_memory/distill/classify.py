@@ -5,6 +5,7 @@ Pure rules over analysed sentences (signals.Sentence) and the known category pat
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Iterable, Sequence
 
@@ -125,27 +126,14 @@ _PROJECT_RE = re.compile(
 class CategoryIndex:
     """Known category paths indexed by the word forms of their segments.
 
-    Built once per call, so that matching a sentence is one regex call and a few look-ups,
-    not a loop over every path and segment.
+    Its tables are built once per list of paths (`_indexed`), so that matching a sentence
+    is one regex call and a few look-ups, not a loop over every path and segment.
     """
 
     def __init__(self, known_categories: Sequence[str]) -> None:
         self.paths = list(known_categories)
-        self.segment_counts: list[int] = []
-        self.forms: dict[str, list[tuple[int, int]]] = {}
-        for path_index, path in enumerate(self.paths):
-            segments = path.lower().split("/")
-            self.segment_counts.append(len(segments))
-            for segment_index, segment in enumerate(segments):
-                forms = {stem(segment)} | {
-                    stem(part) for part in re.split(r"[-_]", segment) if len(part) > 2
-                }
-                for form in forms - STOPWORDS:
-                    self.forms.setdefault(form, []).append((path_index, segment_index))
-        # Surface forms ("pets", "allergies", "biscuit's") of every segment form, to find
-        # the segments a sentence names with one regex call.
-        self.surface = {variant: form for form in self.forms for variant in variants(form)}
-        self.surface_re = keyword_regex(self.surface) if self.surface else None
+        self.segment_counts, self.forms, self.surface, self.surface_re = \
+            _indexed(tuple(self.paths))
 
     def named_in(self, text: str) -> set[str]:
         """The segment forms that `text` names as words."""
@@ -180,6 +168,29 @@ class CategoryIndex:
             totals, key=lambda i: (totals[i][0] - 0.25 * (self.segment_counts[i] - totals[i][1]), -i)
         )
         return self.paths[best_index]
+
+
+@functools.lru_cache(maxsize=8)
+def _indexed(paths: tuple[str, ...]) -> tuple[list[int], dict[str, list[tuple[int, int]]],
+                                               dict[str, str], re.Pattern[str] | None]:
+    """CategoryIndex's tables for one list of paths (read-only once built). Kept: every
+    conversation indexes the agent's tree again, and a full 50-node tree took ~1.5 ms each
+    time on an old agent, while its paths change a few times a month."""
+    segment_counts: list[int] = []
+    forms: dict[str, list[tuple[int, int]]] = {}
+    for path_index, path in enumerate(paths):
+        segments = path.lower().split("/")
+        segment_counts.append(len(segments))
+        for segment_index, segment in enumerate(segments):
+            found = {stem(segment)} | {
+                stem(part) for part in re.split(r"[-_]", segment) if len(part) > 2
+            }
+            for form in found - STOPWORDS:
+                forms.setdefault(form, []).append((path_index, segment_index))
+    # Surface forms ("pets", "allergies", "biscuit's") of every segment form, to find
+    # the segments a sentence names with one regex call.
+    surface = {variant: form for form in forms for variant in variants(form)}
+    return segment_counts, forms, surface, keyword_regex(surface) if surface else None
 
 
 def choose_category(text: str, known_categories: Sequence[str], hints: Iterable[str] = ()) -> str:

@@ -93,9 +93,10 @@ def secure_remote(mem: "Memory", remote: Any, passphrase: Optional[str] = None,
     """Attach the agent's keyring to `remote` when this memory is (or must be) encrypted."""
     from evoclaw_memory.cloud import keys
     store = mem.store
-    ring = keys.local_keyring(store)
-    if ring is not None and not (passphrase or recovery_key):
-        return keys.attach(remote, ring)
+    if not (passphrase or recovery_key):
+        attached = keys.attach_local(remote, store)
+        if attached is not None:
+            return attached
     probed = remote.get_keyring(mem.agent_id) if probe else None
     encrypted_cloud = probed is not None
     if mem.config.encryption == "off":

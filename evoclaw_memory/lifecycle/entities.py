@@ -15,7 +15,8 @@ from evoclaw_memory import validate
 from evoclaw_memory.errors import NotFoundError, ValidationError
 from evoclaw_memory.limits import CONTEXT_RETRIEVED_MAX_BYTES, ENTITY_CONTEXT_MAX
 from evoclaw_memory.models import Entity, EntityRecord, Fact
-from evoclaw_memory.store.entities import KV_CURSOR, OWNER, EntityKeeper, lookup_keys, norm
+from evoclaw_memory.store.entities import (OWNER, EntityKeeper, linked_upto, lookup_keys, norm,
+                                          save_linked_upto, set_linked_upto)
 
 if TYPE_CHECKING:
     from evoclaw_memory.store.local import LocalStore
@@ -101,6 +102,7 @@ class EntityGraph:
             if found is None:
                 return False
             keeper.remove(found)
+            save_linked_upto(self.store)    # facts linked before stay linked without it
             self.store.enqueue_state(now)
             self.store.audit("entity.remove", name, "", now)
         return True
@@ -115,9 +117,12 @@ class EntityGraph:
 
     def link_new_facts(self, batch: Optional[int] = CATCH_UP_BATCH) -> int:
         """Link the facts stored since the last pass (all of them when batch is None)."""
+        fresh = self._link_fresh()
+        if fresh is not None:
+            return fresh
         linked = 0
         while True:
-            cursor = int(self.store.get_setting(KV_CURSOR) or 0)
+            cursor = linked_upto(self.store)
             rows = self.store.conn.execute(
                 "SELECT rowid, text, created_at, speaker FROM facts WHERE rowid > ? ORDER BY rowid "
                 "LIMIT ?", (cursor, min(batch or CATCH_UP_BATCH, CATCH_UP_BATCH))).fetchall()
@@ -128,10 +133,30 @@ class EntityGraph:
             with self.store.transaction(), self.store.warm_neutral():
                 for rowid, text, created_at, speaker in rows:
                     _link_one(keeper, rowid, text, created_at, now, speaker)
-                self.store.set_setting(KV_CURSOR, str(rows[-1][0]))
+                set_linked_upto(self.store, rows[-1][0])
             linked += len(rows)
             if batch is not None:
                 return linked
+
+    def _link_fresh(self) -> Optional[int]:
+        """Link the facts this transaction stored when they are the only ones not linked
+        yet (the common case: remember() on a store with no backlog), from the facts in
+        hand instead of reading their rows back; None when that is not the case."""
+        store = self.store
+        fresh = store.fresh
+        if not fresh or not store.conn.in_transaction:
+            return None
+        first = fresh[0][0]
+        if first != linked_upto(store) + 1 or fresh[-1][0] != first + len(fresh) - 1:
+            return None
+        now = self.clock()
+        keeper = self.entity_keeper
+        with store.warm_neutral():
+            for rowid, fact in fresh:
+                _link_one(keeper, rowid, fact.text, fact.created_at, now, fact.speaker)
+            set_linked_upto(store, fresh[-1][0], lazy=True)
+        store.fresh = []                # linked: a second pass in this transaction skips them
+        return len(fresh)
 
     def link_speaker(self, fact: Fact, name: str) -> None:
         """Link a distilled fact to the person who said it, as its speaker. A stored turn
@@ -240,7 +265,7 @@ def _link_one(keeper: EntityKeeper, rowid: int, text: str, created_at: float, no
         linked.add(entity_id)
         if m.relation:
             keeper.relate(entity_id, keeper.ensure(OWNER, "people", now), m.relation, now)
-    known = set(keeper.lookup(lookup_keys(text, 600)).values()) - linked
+    known = keeper.named_in(text, 600) - linked
     if known:
         known.discard(keeper.find(OWNER))       # "owner" is the owner's relations' anchor
     for entity_id in known:

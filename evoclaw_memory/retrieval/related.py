@@ -46,8 +46,8 @@ INDEX_PREFIX = english.INDEX_PREFIX
 WORDNET_FILE = Path(__file__).with_name("data") / "wordnet.tsv.gz"
 
 
-def _chunks() -> tuple[list[str], list[tuple[int, int]], bytes]:
-    """(first key of each member, (offset, length) of each, the bytes after the header)."""
+def _chunks() -> tuple[list[str], list[tuple[int, int]], int]:
+    """(first key of each member, (offset, length) of each, where the members start)."""
     return english._members(WORDNET_FILE)
 
 

@@ -19,13 +19,12 @@ read back from text may be off in its last bit, never by half a microsecond."""
 
 from __future__ import annotations
 
-import hashlib
-
 STEP_US = 1000          # a change moves a part's clock on by at least one millisecond
 
 
 def device_tag(device_id: str) -> int:
     """The microsecond (0-999) a device's stamps end in."""
+    import hashlib      # here: it loads OpenSSL (~2 ms), which a CLI `hot` never needs
     return int.from_bytes(hashlib.sha256(device_id.encode()).digest()[:4], "big") % STEP_US
 
 

@@ -11,11 +11,10 @@ from typing import Iterable, Iterator, Optional
 
 from evoclaw_memory.limits import ENTITY_SYNC_MAX
 from evoclaw_memory.models import Entity, EntityRecord, EntityRelation
-from evoclaw_memory.store.local import LocalStore
+from evoclaw_memory.store.local import KV_CURSOR, LocalStore
 
 _CHUNK = 500
 _RANK = {"mention": 0, "subject": 1, "speaker": 2}     # a fact's strongest tie to an entity
-KV_CURSOR = "entities.linked_rowid"     # facts up to this rowid are linked
 OWNER = "owner"     # the entity the owner's relations point to ("my wife Sarah")
 
 
@@ -47,10 +46,14 @@ def lookup_keys(text: str, limit: int = 3_000) -> list[str]:
     return list(dict.fromkeys(_keys(text, limit)))
 
 
-def _keys(text: str, limit: int) -> Iterator[str]:
+def _words(text: str) -> list[str]:
     # norm() of each word, done once over the whole text (this runs for every fact stored).
-    words = [w[:-2] if w.endswith(("'s", "’s")) else w
-             for w in (m.lower() for m in _WORD_RE.findall(text))]
+    return [w[:-2] if w.endswith(("'s", "’s")) else w
+            for w in (m.lower() for m in _WORD_RE.findall(text))]
+
+
+def _keys(text: str, limit: int) -> Iterator[str]:
+    words = _words(text)
     keys: list[str] = []
     n = len(words)
     for i, word in enumerate(words):
@@ -75,6 +78,80 @@ def _keys(text: str, limit: int) -> Iterator[str]:
                     yield run[i:i + n]
 
 
+# How many facts the linking cursor in kv may lag behind the one this connection keeps:
+# writing it with every remember was a page per call. A crash loses at most this lag, and
+# those facts are linked again (linking is idempotent: links, aliases and relations are
+# INSERT OR IGNORE, a mention counts only when its link is new).
+CURSOR_LAG = 32
+
+
+def linked_upto(store: LocalStore) -> int:
+    """The linking cursor (KV_CURSOR): every fact up to this rowid is linked. Read from kv
+    once, then kept by the store while only this connection writes (LocalStore.transaction
+    asks for a check after anything else wrote). kv wins when it changed, and whenever
+    another connection committed: it may have forgotten the newest facts (their rowids come
+    back), so what this one linked beyond kv is linked again rather than trusted."""
+    in_transaction = store._txn_version is not None
+    if store.link_cursor is not None and in_transaction and not store.link_cursor_check:
+        return store.link_cursor
+    saved = int(store.get_setting(KV_CURSOR) or 0)
+    last = store._last_commit
+    foreign = last is None or last[0] != store.data_version()
+    if store.link_cursor is None or foreign or saved != store.link_cursor_saved:
+        store.link_cursor = saved
+    store.link_cursor_saved = saved
+    if in_transaction:
+        store.link_cursor_check = False
+    return store.link_cursor
+
+
+def set_linked_upto(store: LocalStore, rowid: int, lazy: bool = False) -> None:
+    """Move the cursor (in the caller's transaction). `lazy`: kv may stay up to CURSOR_LAG
+    facts behind (written then, or at close); never for the first move in a process, so a
+    one-shot CLI `store` leaves nothing behind."""
+    saved = store.link_cursor_saved
+    if lazy and saved is not None and store.link_cursor_written and rowid - saved < CURSOR_LAG:
+        store.link_cursor = rowid
+        return
+    store.set_setting(KV_CURSOR, str(rowid))
+    store.link_cursor_written = True
+
+
+def save_linked_upto(store: LocalStore) -> None:
+    """Write the cursor where kv lags it (in the caller's transaction): before a change a
+    second linking of the lagging facts must not undo (an entity removed)."""
+    ahead, saved = store.link_cursor, store.link_cursor_saved
+    if ahead is not None and saved is not None and ahead > saved:
+        set_linked_upto(store, ahead)
+
+
+# A process that links facts more than once keeps the names in memory: linking a fact then
+# probes a dict instead of sending SQLite ~100 keys. One that links a single fact (a CLI
+# `store`) never loads them: one indexed query is cheaper than reading every name.
+_CACHE_AFTER_USES = 2
+
+
+class EntityCache:
+    """Every alias (-> entity id) and entity kind, as this connection last saw them. Exact:
+    EntityKeeper writes through it, a rollback drops it (LocalStore.transaction) and a
+    commit by another connection (data_version) reloads it."""
+
+    def __init__(self, store: LocalStore):
+        self.version = store.data_version()
+        self.aliases: dict[str, int] = dict(store.conn.execute(
+            "SELECT alias, entity_id FROM entity_aliases"))
+        self.kinds: dict[int, str] = dict(store.conn.execute("SELECT id, kind FROM entities"))
+        # The most words a lookup key needs to match any alias (keys have 1-3).
+        self.max_words = 1
+        for alias in self.aliases:
+            self.note(alias)
+
+    def note(self, alias: str) -> None:
+        """Count a new alias's words into max_words."""
+        if self.max_words < 3:
+            self.max_words = max(self.max_words, min(3, alias.count(" ") + 1))
+
+
 class EntityKeeper:
     """Entities over one LocalStore."""
 
@@ -85,10 +162,35 @@ class EntityKeeper:
     def conn(self):
         return self.store.conn
 
+    def _cache(self, load: bool = False) -> Optional[EntityCache]:
+        """The store's EntityCache if it holds; `load`: a lookup, which loads it on the
+        second one in this process."""
+        store = self.store
+        cache = store.entity_cache
+        if cache is not None:
+            if cache.version == store.data_version():
+                return cache
+            store.entity_cache = None       # another connection committed: read again
+        if not load:
+            return None
+        store.entity_cache_uses += 1
+        if store.entity_cache_uses < _CACHE_AFTER_USES:
+            return None
+        store.entity_cache = EntityCache(store)
+        return store.entity_cache
+
+    def _cached(self) -> Optional[EntityCache]:
+        """The cache if loaded, for writes to keep it true (never loads it; a stale one is
+        dropped at the next read)."""
+        return self.store.entity_cache
+
     # -- entities and aliases ---------------------------------------------------------------
 
     def find(self, name: str) -> Optional[int]:
         """The id of the entity called `name` (or one of its aliases)."""
+        cache = self._cache()
+        if cache is not None:
+            return cache.aliases.get(_norm(name))
         row = self.conn.execute("SELECT entity_id FROM entity_aliases WHERE alias = ?",
                                 (_norm(name),)).fetchone()
         return row[0] if row else None
@@ -105,29 +207,77 @@ class EntityKeeper:
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (name, _norm(name), kind, json.dumps(attributes or {}), int(manual), now))
             found = int(cur.lastrowid or 0)
-            self.conn.execute("INSERT OR IGNORE INTO entity_aliases VALUES (?, ?)",
-                              (_norm(name), found))
+            self.alias(found, name)
+            cache = self._cached()
+            if cache is not None:
+                cache.kinds[found] = kind
             return found
+        cache = self._cached()
         if manual:
             old = json.loads(self.conn.execute("SELECT attributes FROM entities WHERE id = ?",
                                                (found,)).fetchone()[0])
             old.update(attributes or {})
             self.conn.execute("UPDATE entities SET kind = ?, attributes = ?, manual = 1, "
                               "updated_at = ? WHERE id = ?", (kind, json.dumps(old), now, found))
-        elif kind != "other" and self.conn.execute(
+        elif kind == "other":
+            return found
+        elif cache is not None:
+            if cache.kinds.get(found) != "other":
+                return found
+            self.conn.execute("UPDATE entities SET kind = ? WHERE id = ?", (kind, found))
+        elif self.conn.execute(
                 "SELECT 1 FROM entities WHERE id = ? AND kind = 'other'", (found,)).fetchone():
             # (read first: this runs for every name of every fact stored, and a read is
             # cheaper than an UPDATE that almost always changes nothing)
             self.conn.execute("UPDATE entities SET kind = ? WHERE id = ?", (kind, found))
+        else:
+            return found
+        if cache is not None:
+            cache.kinds[found] = kind
         return found
 
     def alias(self, entity_id: int, alias: str) -> None:
         """Let `alias` name this entity too (an alias already naming another one stays)."""
-        self.conn.execute("INSERT OR IGNORE INTO entity_aliases VALUES (?, ?)",
-                          (_norm(alias), entity_id))
+        key = _norm(alias)
+        cache = self._cached()
+        if cache is not None and key in cache.aliases:
+            return                          # INSERT OR IGNORE would change nothing
+        self.conn.execute("INSERT OR IGNORE INTO entity_aliases VALUES (?, ?)", (key, entity_id))
+        if cache is not None:
+            cache.aliases[key] = entity_id
+            cache.note(key)
+
+    def named_in(self, text: str, limit: int) -> set[int]:
+        """The ids of the known entities `text` names (under its first `limit` lookup_keys):
+        set(lookup(lookup_keys(text, limit)).values()), without building the key list when
+        the names are in memory (linking asks this for every fact stored)."""
+        cache = self._cache(load=True)
+        if cache is None:
+            return set(self._lookup_sql(lookup_keys(text, limit)).values())
+        known = cache.aliases
+        words = _words(text)
+        if len(words) * 3 > limit or not text.isascii():
+            return {known[k] for k in _keys(text, limit) if k in known}
+        # Every key is within the limit: probe only the key lengths an alias has.
+        found = {known[w] for w in words if w in known}
+        n = len(words)
+        for size in range(2, cache.max_words + 1):
+            for i in range(n - size + 1):
+                key = " ".join(words[i:i + size])
+                if key in known:
+                    found.add(known[key])
+        return found
 
     def lookup(self, keys: list[str]) -> dict[str, int]:
-        """key -> entity id, for the keys that name a known entity (one indexed probe each)."""
+        """key -> entity id, for the keys that name a known entity (one indexed probe each),
+        in the order of the keys' text (as SQLite's IN answers)."""
+        cache = self._cache(load=True)
+        if cache is not None:
+            known = cache.aliases
+            return {k: known[k] for k in sorted({k for k in keys if k in known})}
+        return self._lookup_sql(keys)
+
+    def _lookup_sql(self, keys: list[str]) -> dict[str, int]:
         out: dict[str, int] = {}
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start:start + _CHUNK]
@@ -137,6 +287,11 @@ class EntityKeeper:
         return out
 
     def remove(self, entity_id: int) -> None:
+        cache = self._cached()
+        if cache is not None:
+            cache.kinds.pop(entity_id, None)
+            for key in [k for k, v in cache.aliases.items() if v == entity_id]:
+                del cache.aliases[key]
         for sql in ("DELETE FROM entity_facts WHERE entity_id = ?",
                     "DELETE FROM entity_aliases WHERE entity_id = ?",
                     "DELETE FROM entity_relations WHERE a = ?1 OR b = ?1",
@@ -184,9 +339,8 @@ class EntityKeeper:
         # SQLite hands the highest deleted rowid to the next fact: step the cursor back so
         # that fact is still linked.
         top = self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
-        cursor = int(self.store.get_setting(KV_CURSOR) or 0)
-        if top < cursor:
-            self.store.set_setting(KV_CURSOR, str(top))
+        if top < linked_upto(self.store):
+            set_linked_upto(self.store, top)
 
     def relate(self, a: int, b: int, relation: str, now: float) -> None:
         self.conn.execute("INSERT OR IGNORE INTO entity_relations VALUES (?, ?, ?, ?)",

@@ -11,7 +11,7 @@ import contextlib
 import sqlite3
 import time
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import msgspec
 
@@ -23,6 +23,8 @@ from evoclaw_memory.store.opening import OpeningMixin
 from evoclaw_memory.store.outbox import OutboxMixin
 from evoclaw_memory.store.rows import FACT_AND_FLAGS, FACT_COLUMNS, encoder, fact_from_row, hot_decoder
 from evoclaw_memory.text import key_digest, normalized_key
+
+KV_CURSOR = "entities.linked_rowid"     # facts up to this rowid are linked (store.entities)
 
 __all__ = ["LocalStore", "fact_from_row", "FULLTEXT_BATCH", "DamagedStoreError",
            "ReadOnlyStoreError"]
@@ -41,8 +43,42 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         # its total_changes; see warm_bytes().
         self._warm_total: Optional[tuple[tuple[int, int], int]] = None
         self._warm_noted: Optional[tuple[int, int]] = None
+        # What this connection knows without asking SQLite (see transaction()): kept while
+        # nothing else writes, dropped at a rollback and when another connection commits.
+        self._txn_version: Optional[int] = None     # data_version inside our write transaction
+        self._last_commit: Optional[tuple[int, int]] = None   # _write_stamp() after our commit
+        self.fresh: Optional[list[tuple[int, Fact]]] = []   # (rowid, fact) insert_fact() added
+        # in this transaction, in order (None: facts came another way too); linking reads them
+        # from here instead of reading the rows back.
+        self._pending: Optional[int] = None         # rows in fts_pending, when known
+        # The entity linking cursor (store.entities.linked_upto): how far this connection
+        # knows facts are linked, what kv held when it last read or wrote it, and whether
+        # kv must be read again (someone else wrote since our last commit).
+        self.link_cursor: Optional[int] = None
+        self.link_cursor_saved: Optional[int] = None
+        self.link_cursor_check = True
+        self.link_cursor_written = False            # kv written by us at least once
+        self.entity_cache: Any = None               # store.entities.EntityCache, when loaded
+        self.entity_cache_uses = 0
+
     def close(self) -> None:
+        self.save_link_cursor()
         self.conn.close()
+
+    def save_link_cursor(self) -> None:
+        """Write the linking cursor where it ran ahead of kv (store.entities.set_linked_upto
+        lets it lag a few facts; losing that lag in a crash only links them again)."""
+        ahead, saved, last = self.link_cursor, self.link_cursor_saved, self._last_commit
+        if ahead is None or saved is None or ahead <= saved or last is None:
+            return
+        with contextlib.suppress(sqlite3.Error):
+            if self.conn.in_transaction:
+                return
+            with self.transaction():
+                # Only if nobody else committed since our last commit (see linked_upto).
+                if last[0] == self._txn_version and \
+                        int(self.get_setting(KV_CURSOR) or 0) == saved:
+                    self.set_setting(KV_CURSOR, str(ahead))
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -51,32 +87,47 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
             yield
             return
         self.conn.execute("BEGIN IMMEDIATE")
+        # One data_version read per transaction: while we hold the write lock no other
+        # connection can commit, so it stands until our COMMIT (which does not move it).
+        version = self._txn_version = self._data_version()
+        if self._last_commit != (version, self.conn.total_changes):
+            # Someone wrote since our last commit (another connection, or this one outside
+            # a transaction): what we counted ourselves is asked again.
+            self._pending = None
+            self.link_cursor_check = True
         try:
             yield
             # A warm total noted after the transaction's last write holds after the commit.
-            # Its stamp: data_version read while we still hold the write lock (another
-            # connection committing right after us must still move it), total_changes read
-            # after COMMIT (which moves it: FTS5 writes its pending terms then).
+            # Its stamp: data_version read while we held the write lock (another connection
+            # committing right after us must still move it), total_changes read after COMMIT
+            # (which moves it: FTS5 writes its pending terms then).
             noted = self._warm_noted
             holds = noted is not None and noted[0] == self.conn.total_changes
-            version = self._data_version() if holds else 0
             self.conn.execute("COMMIT")
-            self._warm_total = ((version, self.conn.total_changes), noted[1]) if noted and holds \
-                else None
+            self._last_commit = (version, self.conn.total_changes)
+            self._warm_total = (self._last_commit, noted[1]) if noted and holds else None
         except BaseException:
             self._warm_total = None        # it may count rows the rollback takes back
+            self._last_commit = None
+            self._pending = self.entity_cache = None        # the same
+            self.link_cursor = self.link_cursor_saved = None
             # SQLite may have rolled back already (disk full, I/O error); a failed COMMIT
             # must not leave the transaction open for the next caller to join.
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             raise
         finally:
-            self._warm_noted = None
+            self._warm_noted = self._txn_version = None
+            self.fresh = []
 
     def _write_stamp(self) -> tuple[int, int]:
         """Changes as of now: data_version moves when another connection commits,
         total_changes when this one writes a row (a rollback moves neither)."""
-        return self._data_version(), self.conn.total_changes
+        return self.data_version(), self.conn.total_changes
+
+    def data_version(self) -> int:
+        """PRAGMA data_version, read once per write transaction (it cannot move inside one)."""
+        return self._data_version() if self._txn_version is None else self._txn_version
 
     def _data_version(self) -> int:
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
@@ -108,10 +159,13 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
              fact.source, fact.tier, fact.superseded_by, key_digest(norm_key), size,
              int(fact.pinned), int(fact.private), fact.changed_at, fact.content_changed_at,
              fact.flags_changed_at, fact.speaker, fact.superseded_changed_at))
+        rowid = cur.lastrowid
         self.conn.execute("INSERT INTO fts_pending (fact_rowid, body) VALUES (?, ?)",
-                          (cur.lastrowid, body))
-        self.add_aliases(cur.lastrowid, fact.text)
-        if self.conn.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FULLTEXT_BATCH:
+                          (rowid, body))
+        self.add_aliases(rowid, fact.text)
+        if self.fresh is not None and rowid is not None:
+            self.fresh.append((rowid, fact))
+        if self.pending_fulltext(added=1) >= FULLTEXT_BATCH:
             self.flush_fulltext()
     @staticmethod
     def bulk_row(fact: Fact, norm_key: str, size: int, body: str) -> tuple[tuple, str]:
@@ -230,6 +284,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
             [(now, i) for i in fact_ids])
 
     def delete_facts(self, fact_ids: list[str]) -> None:
+        self._pending = None
         for fact_id in fact_ids:
             row = self.conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact_id,)).fetchone()
             if row:
@@ -339,6 +394,9 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         return row[0] if row else None
 
     def set_setting(self, key: str, value: str) -> None:
+        if key == KV_CURSOR:
+            self.link_cursor = self.link_cursor_saved = int(value)
+            self.link_cursor_check = False
         self.conn.execute("INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) "
                           "DO UPDATE SET value = excluded.value", (key, value))
 
@@ -350,6 +408,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
     def wipe(self, keep_settings: Iterable[str] = ()) -> None:
         """Delete every row of this agent's memory (a revoked device, restore --force);
         `keep_settings` names kv entries to keep (restore keeps the keys it just unlocked)."""
+        self._pending = self.link_cursor = self.link_cursor_saved = None
         for table in ("facts", "facts_fts", "fts_pending", "tree_nodes", "hot_state", "outbox",
                       "outbox_rejected", "metrics", "audit", "fact_versions", "forgotten"):
             self.conn.execute(f"DELETE FROM {table}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import threading
+from _thread import get_ident    # threading's, without importing threading
 from typing import Any, Iterator, Optional
 
 from evoclaw_memory.store.change_clock import device_tag, next_stamp
@@ -105,7 +105,7 @@ class OutboxMixin:
 
         Inside state_deferred() nothing is queued: a change of the tree's nodes only notes
         KV_STATE_OWED, and one of its counts alone (`counts_only`) nothing at all."""
-        if self._state_deferred_by == threading.get_ident():
+        if self._state_deferred_by == get_ident():
             if counts_only:
                 return
             self.conn.execute("INSERT INTO kv (key, value) VALUES (?, '1') ON CONFLICT(key) "
@@ -125,7 +125,7 @@ class OutboxMixin:
         push of the state). Whether the cloud's state lacks a node the pull added is decided
         by the sync engine, which sees that state in the same answer (KV_STATE_OWED). Only
         the calling thread is affected (a store may be shared by a server's threads)."""
-        before, self._state_deferred_by = self._state_deferred_by, threading.get_ident()
+        before, self._state_deferred_by = self._state_deferred_by, get_ident()
         try:
             yield
         finally:

@@ -59,9 +59,12 @@ class TreeKeeper:
                 new_nodes = tree_rules.add(nodes, category, "", now)
             except LimitError:
                 victim = tree_rules.rebalance_victim(nodes, category)
-                if victim is None or not self.merge_into_parent(victim, now):
+                if victim is None:
                     break
-                nodes = self.store.tree_nodes()
+                merged = self._merge(victim, now)
+                if merged is None:
+                    break
+                nodes = _after_merge(nodes, victim, *merged) or self.store.tree_nodes()
                 continue
             self.save(nodes, new_nodes, op="tree.add")
             return category
@@ -69,30 +72,38 @@ class TreeKeeper:
 
     def merge_into_parent(self, node: TreeNode, now: float) -> bool:
         """Rebalance: move a leaf's facts to its parent and remove the leaf."""
+        return self._merge(node, now) is not None
+
+    def _merge(self, node: TreeNode, now: float) -> Optional[tuple[int, int]]:
+        """merge_into_parent(); returns the (warm, cold) counts the parent gained (None: no
+        parent), so the caller knows the tree after it without reading it back."""
         parent = tree_rules.parent_of(node.path)
         if parent is None:
-            return False
+            return None
         moved = self.store.fact_ids_in_category(node.path)
+        warm = cold = 0
         for fact_id in moved:
-            self.recategorize(fact_id, parent, now)
+            gained = self.recategorize(fact_id, parent, now)
+            warm, cold = warm + gained[0], cold + gained[1]
         self.store.delete_node(node.path)
         self.store.enqueue_state(now)
         self.store.audit("tree.rebalance", node.path, f"merged into {parent} ({len(moved)} facts)", now)
-        return True
+        return warm, cold
 
-    def recategorize(self, fact_id: str, category: str, now: float) -> None:
-        """File one fact under `category`: counts, full-text entry and outbox follow."""
+    def recategorize(self, fact_id: str, category: str, now: float) -> tuple[int, int]:
+        """File one fact under `category`: counts, full-text entry and outbox follow.
+        Returns the (warm, cold) counts `category` gained."""
         fact = self.store.get_fact(fact_id)
         if fact is None or fact.category == category:
-            return
+            return 0, 0
         self.store.set_category(fact_id, category)
         live = fact.superseded_by is None
-        self.store.adjust_counts(fact.category, warm=-(live and fact.tier == "warm"),
-                                 cold=-(live and fact.tier == "cold"))
-        self.store.adjust_counts(category, warm=live and fact.tier == "warm",
-                                 cold=live and fact.tier == "cold")
+        warm, cold = int(live and fact.tier == "warm"), int(live and fact.tier == "cold")
+        self.store.adjust_counts(fact.category, warm=-warm, cold=-cold)
+        self.store.adjust_counts(category, warm=warm, cold=cold)
         self.store.reindex_fact(fact_id, index_body(msgspec.structs.replace(fact, category=category)))
         self.store.enqueue_change(fact_id, now)
+        return warm, cold
 
     def save(self, old: list[TreeNode], new: list[TreeNode], op: str) -> None:
         """Write the difference between two trees (nodes changed, added, removed) and queue
@@ -183,3 +194,16 @@ class TreeKeeper:
             nodes = [msgspec.structs.replace(n, warm_count=0, cold_count=0) for n in nodes]
         self.store.replace_tree(nodes)
         return len(nodes)
+
+
+def _after_merge(nodes: list[TreeNode], victim: TreeNode, warm: int,
+                 cold: int) -> Optional[list[TreeNode]]:
+    """The stored tree after _merge(victim): without the leaf, its parent's counts up by
+    what it gained (adjust_counts adds them as they are); None when the parent is not in
+    `nodes` (then the caller reads the tree again)."""
+    parent = tree_rules.parent_of(victim.path)
+    if parent not in {n.path for n in nodes}:
+        return None
+    return [msgspec.structs.replace(n, warm_count=n.warm_count + warm,
+                                    cold_count=n.cold_count + cold) if n.path == parent else n
+            for n in nodes if n.path != victim.path]

@@ -56,10 +56,12 @@ def subtree_counts(nodes: list[TreeNode]) -> dict[str, tuple[int, int]]:
     """(warm, cold) of each node including its descendants."""
     totals = {n.path: [n.warm_count, n.cold_count] for n in nodes}
     for node in nodes:
-        for anc in ancestors(node.path):
-            if anc in totals:
-                totals[anc][0] += node.warm_count
-                totals[anc][1] += node.cold_count
+        path = node.path
+        while "/" in path:          # each ancestor (ancestors(), without building the list)
+            path = path.rsplit("/", 1)[0]
+            if path in totals:
+                totals[path][0] += node.warm_count
+                totals[path][1] += node.cold_count
     return {p: (w, c) for p, (w, c) in totals.items()}
 
 
@@ -94,7 +96,10 @@ def _checked(nodes: list[TreeNode]) -> list[TreeNode]:
         if kids[parent] > TREE_MAX_CHILDREN:
             raise LimitError(f"{parent or 'the root'} would have {kids[parent]} children; the "
                              f"limit is {TREE_MAX_CHILDREN}")
-    size = render_size(nodes)
+    # render() fits when its most compact level does (each level is a shortening of the one
+    # before), and when none fits it is that level: rendering only it gives the same answer
+    # (a full tree's remember with a new path rendered up to four levels here).
+    size = len(_render_level(nodes, _DETAIL_LEVELS[-1]).encode())
     if size > TREE_MAX_BYTES:
         raise LimitError(f"the rendered tree would be {size} bytes; the limit is {TREE_MAX_BYTES}")
     return nodes
