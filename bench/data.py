@@ -561,6 +561,9 @@ def load_store(mem, n: int, seed: int = 42, max_age_days: float = 3650.0,
         mem.bulk_insert(to_facts(gen[start:start + chunk], now), tier_by_score=True)
     mem.recount_tree()
     mem.consolidate("quick")
+    # The full-text index as an old agent's daily consolidation leaves it (one segment),
+    # not as the bulk load left it (bench/README.md, old-agent stores).
+    mem.store.merge_fulltext()
     return gen
 
 

@@ -18,7 +18,6 @@ from evoclaw_memory import durable, validate
 from evoclaw_memory.config import (Config, load_config, private_dir, validate_agent_id,
                                    warn_unusable_cloud)
 from evoclaw_memory.errors import ConfigError, NotFoundError, ValidationError
-from evoclaw_memory.lifecycle import cloud_side, distillation
 from evoclaw_memory.lifecycle.audience import AudienceControl
 from evoclaw_memory.lifecycle.control import OwnerControl
 from evoclaw_memory.lifecycle.control import actor as check_actor
@@ -28,16 +27,21 @@ from evoclaw_memory.lifecycle.vault import VaultControl
 from evoclaw_memory.limits import FACT_MAX_TEXT, INPUT_MAX_BYTES, TIER_HOT
 from evoclaw_memory.models import Fact, FactDraft, HotState, Metadata, TreeNode
 from evoclaw_memory.retrieval.retriever import KeywordNavigator, Retriever, TreeNavigator
-from evoclaw_memory.store import intake
 from evoclaw_memory.store.cloud_time import CloudTime
 from evoclaw_memory.store.local import LocalStore
 from evoclaw_memory.store.tree_keeper import TreeKeeper
 from evoclaw_memory.store.warm_keeper import WarmKeeper, new_id
 from evoclaw_memory.text import collapse_spaces, normalized_key
 from evoclaw_memory.tiers import hot as hot_rules
-from evoclaw_memory.tiers import privacy
 from evoclaw_memory.tiers import tree as tree_rules
 from evoclaw_memory.tiers.scoring import score, tier_of
+
+# Not imported here: lifecycle.cloud_side (the cloud methods), lifecycle.distillation
+# (distill, apply_distillation), store.intake (what a restore or a pull stores) and
+# tiers.privacy (remember's default for `private`). Each
+# method that uses one imports it (a dictionary look-up once loaded): every CLI command
+# imports this module, and a per-turn one (store, retrieve, context, hot) uses none of
+# them (issue 29: each module imported costs ~0.1-0.3 ms of a run).
 
 __all__ = ["Memory", "new_id"]     # new_id: agent/legacy.py imports it from here
 
@@ -161,6 +165,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         meta = self._metadata(text, metadata)
         pin, mark, who = validate.flag("pinned", pinned), validate.optional_flag("private", private), \
             check_actor(by or self.actor)
+        from evoclaw_memory.tiers import privacy    # not at the top: retrieve/context skip it
         # The fact and its entity links in ONE transaction: one commit (one fsync) per call.
         with self.store.transaction():
             fact = self.warm.add(text, category, importance, created, meta, source, now,
@@ -330,11 +335,13 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         validate.conversation(messages)
         _check_input_size(messages)
         when = None if at is None else validate.when("at", at)
+        from evoclaw_memory.lifecycle import distillation
         return distillation.distill(self, messages, self.distill_llm if llm is None else llm, when)
 
     def apply_distillation(self, result: dict[str, Any]) -> dict[str, Any]:
         """Store a `distill` result in one transaction: its facts (via store_drafts), the
         facts they supersede (kept, marked), the duplicates (reinforced) and hot updates."""
+        from evoclaw_memory.lifecycle import distillation
         return distillation.apply(self, result)
 
     def store_drafts(self, drafts: Iterable[FactDraft]) -> dict[str, list[Fact]]:
@@ -412,6 +419,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         """The configured Remote: Turso/sqld over Hrana, a file, or the embedded default file
         ($EVOCLAW_HOME/cloud.db) when no cloud URL is configured; sealing and opening
         everything with the agent's keys when the memory is end-to-end encrypted."""
+        from evoclaw_memory.lifecycle import cloud_side
         return cloud_side.open_secured(self, passphrase, recovery_key)
 
     def secure_remote(self, remote, passphrase: Optional[str] = None,
@@ -422,10 +430,12 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         restore does) when the cloud holds a keyring for the agent. No request is made when
         the device already knows: a plaintext push is refused by the cloud-side guard if
         another device turned encryption on meanwhile (see SqlRemote.push)."""
+        from evoclaw_memory.lifecycle import cloud_side
         return cloud_side.secure_remote(self, remote, passphrase, recovery_key, probe)
 
     def refresh_keys(self, remote) -> None:
         """Adopt the cloud's newer keyring (a rotation on another device) and re-attach it."""
+        from evoclaw_memory.lifecycle import cloud_side
         cloud_side.refresh_keys(self, remote)
 
     def init_encryption(self, passphrase: str, remote=None, scrypt_n: Optional[int] = None,
@@ -440,6 +450,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         with the same passphrase. With `shown_on_return` False the caller says when it has
         shown it (recovery_key_shown), so a kill between the return and the display loses
         nothing either."""
+        from evoclaw_memory.lifecycle import cloud_side
         recovery = cloud_side.init_encryption(self, passphrase, remote, scrypt_n, progress)
         if shown_on_return:
             self.recovery_key_shown()
@@ -452,6 +463,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
 
     def reseal(self, remote, progress=None):
         """Continue the pending re-seal of the agent's cloud archive (see cloud.keys.reseal)."""
+        from evoclaw_memory.lifecycle import cloud_side
         return cloud_side.reseal(self, remote, progress)
 
     def reseal_status(self):
@@ -468,11 +480,13 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         """Push the outbox (facts + critical state) and pull what other devices wrote.
 
         Returns a SyncReport. Offline, raises Unavailable and the work stays queued."""
+        from evoclaw_memory.lifecycle import cloud_side
         return cloud_side.sync(self, remote)
 
     def sync_status(self) -> dict[str, Any]:
         """Outbox depth, last push, last known remote version and the entries set aside
         (refused by the cloud for good, with the reason), without the network."""
+        from evoclaw_memory.lifecycle import cloud_side
         return cloud_side.sync_status(self)
 
     def verify_cloud(self, remote=None, repair: bool = True):
@@ -481,6 +495,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
 
         Reads only ids, times and versions, which are clear even in an encrypted cloud, so
         no passphrase is needed."""
+        from evoclaw_memory.lifecycle import cloud_side
         with cloud_side.remote_scope(self, remote, secure=False) as scoped:
             return self.sync_engine(scoped).verify(repair=repair)
 
@@ -493,6 +508,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         synced without `discard_unsynced`. Then the keys are unlocked (passphrase or recovery
         key) and everything is fetched before the old memory is replaced in one transaction:
         a wrong key or an unreachable cloud leaves the device as it was."""
+        from evoclaw_memory.lifecycle import cloud_side
         return cloud_side.restore(self, full=full, force=force,
                                   discard_unsynced=discard_unsynced, remote=remote,
                                   progress=progress, passphrase=passphrase,
@@ -500,32 +516,39 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
 
     def change_passphrase(self, current: str, new: str, remote=None) -> None:
         """Rewrap the encryption keys under a new passphrase (no data is re-encrypted)."""
+        from evoclaw_memory.lifecycle import cloud_side
         cloud_side.change_passphrase(self, current, new, remote)
 
     def rotate_key(self, passphrase: Optional[str] = None, recovery_key: Optional[str] = None,
                    remote=None, progress=None) -> str:
         """Start a new data key and re-seal the cloud archive under it (resumed by the next
         syncs if interrupted); local changes follow through the outbox."""
+        from evoclaw_memory.lifecycle import cloud_side
         return cloud_side.rotate_key(self, passphrase, recovery_key, remote, progress)
 
     def critical_state(self):
         """Hot memory + tree, as pushed to the cloud's critical_state row."""
+        from evoclaw_memory.lifecycle import cloud_side
         return cloud_side.critical_state(self)
 
     def adopt_remote_state(self, remote_state) -> bool:
         """Merge another device's critical state into ours; True if ours now differs from it."""
+        from evoclaw_memory.lifecycle import cloud_side
         return cloud_side.adopt_remote_state(self, remote_state)
 
     def insert_pulled(self, facts: list[Fact]) -> int:
         """Store facts another device pushed (not queued back to the cloud)."""
+        from evoclaw_memory.store import intake
         return self.linked(intake.insert_pulled(self.warm, facts, self.clock()))
 
     def apply_changes(self, facts: list[Fact]) -> int:
         """Take other devices' newer versions of facts held here (pulled; not queued back)."""
+        from evoclaw_memory.store import intake
         return self.linked(intake.apply_changed(self.warm, facts, self.clock()))
 
     def install_state(self, state, keep_counts: bool) -> None:
         """Replace hot memory and the tree with a restored critical state."""
+        from evoclaw_memory.store import intake
         intake.install_state(self.warm, state, keep_counts, self.clock())
         self.install_entities(state.entities)
 
@@ -536,10 +559,12 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
     def prepare_bulk(self, facts: list[Fact], tier_by_score: bool) -> list[tuple]:
         """The CPU half of bulk_insert (tier, duplicate key, size, index body); touches no
         database. Restore's mirror calls the two halves itself."""
+        from evoclaw_memory.store import intake
         return intake.prepare_bulk(self.warm, facts, tier_by_score, self.clock())
 
     def insert_prepared(self, rows: list[tuple]) -> int:
         """The database half of bulk_insert: rows from prepare_bulk(), skipping known ids."""
+        from evoclaw_memory.store import intake
         return intake.insert_prepared(self.store, rows)
 
     def wipe_local(self) -> None:
@@ -552,21 +577,25 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
     def cloud_agents(self, remote=None) -> list:
         """The agents the cloud holds (AgentSummary: devices, facts, last sync, encrypted),
         from counts and metadata only: no key needed, one request."""
+        from evoclaw_memory.lifecycle import cloud_side
         with cloud_side.remote_scope(self, remote, secure=False) as scoped:
             return scoped.agents()
 
     def devices(self, remote=None) -> list:
         """Devices registered for this agent (no keys needed)."""
+        from evoclaw_memory.lifecycle import cloud_side
         with cloud_side.remote_scope(self, remote, secure=False) as scoped:
             return scoped.devices(self.agent_id)
 
     def revoke_device(self, device: str, remote=None) -> bool:
         """Revoke a device: it wipes itself at its next sync and can write nothing."""
+        from evoclaw_memory.lifecycle import cloud_side
         with cloud_side.remote_scope(self, remote, secure=False) as scoped:
             return scoped.revoke(self.agent_id, device)
 
     def rename_device(self, device: str, name: str, remote=None) -> bool:
         """Give a device a name people recognise (this device's is kept locally too)."""
+        from evoclaw_memory.lifecycle import cloud_side
         return cloud_side.rename_device(self, device, name, remote)
 
     def cold_query(self, text: Optional[str] = None, category: Optional[str] = None,
@@ -577,6 +606,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
             category = tree_rules.validate_path(category)
             paths = [category] + [n.path for n in self.store.tree_nodes()
                                   if n.path.startswith(category + "/")]
+        from evoclaw_memory.lifecycle import cloud_side
         with cloud_side.remote_scope(self, remote) as scoped:
             return scoped.query_cold(self.agent_id, text, paths, limit)
 

@@ -247,11 +247,12 @@ def test_the_fast_path_imports_no_click_and_no_network(tmp_path):
             "        main(argv)\n"
             "    except SystemExit as exc:\n"
             "        assert exc.code == 0, exc.code\n"
-            "print(sorted({m.split('.')[0] for m in sys.modules}))\n")
+            "print(sorted(sys.modules))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=_env(home), timeout=60)
     assert proc.returncode == 0, proc.stderr
-    loaded = set(eval(proc.stdout.splitlines()[-1]))
+    modules = set(eval(proc.stdout.splitlines()[-1]))
+    loaded = {m.split(".")[0] for m in modules}
     assert "evoclaw_memory" in loaded and "sqlite3" in loaded      # it did run
     # msgspec stays: every model (Fact, HotState...) is a msgspec Struct and the rows and
     # the hot state are decoded with it; but it is imported without typing_extensions
@@ -264,3 +265,11 @@ def test_the_fast_path_imports_no_click_and_no_network(tmp_path):
     # for a device's clock tag, threading, gzip for building the whole word-frequency table.
     assert not loaded & {"tempfile", "shutil", "random", "bz2", "lzma", "hashlib", "threading",
                          "gzip"}
+    # Nor (issue 29, round 2) json for an entity without attributes, zoneinfo (and sysconfig
+    # through it) for an owner without a time zone of their own, and the parts of Memory
+    # no per-turn command uses: the cloud side, distillation, a restore's intake, the
+    # history/undo keeper, sub-agent proposals, the vault's keeper.
+    assert not loaded & {"json", "zoneinfo", "sysconfig"}
+    assert not modules & {f"evoclaw_memory.{name}" for name in (
+        "lifecycle.cloud_side", "lifecycle.distillation", "store.intake", "store.control",
+        "store.proposals", "store.vault")}

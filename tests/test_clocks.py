@@ -83,3 +83,31 @@ def test_event_dates_are_the_owners_days():
     state.owner_profile["timezone"] = "Not/AZone"               # unknown: this device's zone
     local_day = dt.datetime.fromtimestamp(at).strftime("%Y-%m-%d")
     assert f"{local_day} breakfast with Aiko" in hot_rules.render_markdown(state, at)
+
+
+def test_an_owner_in_the_device_zone_gets_the_same_days_without_zoneinfo(monkeypatch):
+    """tiers.hot_rules.owner_zone skips zoneinfo (start-up time) only when the owner's zone is the
+    one /etc/localtime names and no TZ overrides it; the days shown are the same."""
+    import os
+    from zoneinfo import ZoneInfo
+
+    monkeypatch.delenv("TZ", raising=False)
+    monkeypatch.delenv("PYTHONTZPATH", raising=False)
+    try:
+        device = os.readlink("/etc/localtime").rpartition("/zoneinfo/")[2]
+    except OSError:
+        device = ""
+    other = "Asia/Tokyo" if device != "Asia/Tokyo" else "America/New_York"
+    state = HotState()
+    for name, expect_zoneinfo in ((device, False), (other, True)):
+        if not name:
+            continue
+        state.owner_profile["timezone"] = name
+        zone = hot_rules.owner_zone(state)
+        assert (zone is not None) == expect_zoneinfo, name
+        for ts in (1_764_720_000.0, 1_764_777_599.0, 1_780_000_000.0):
+            assert hot_rules._when(ts, zone) == dt.datetime.fromtimestamp(
+                ts, ZoneInfo(name)).strftime("%Y-%m-%d"), (name, ts)
+    monkeypatch.setenv("TZ", "UTC")                    # an override: zoneinfo decides
+    state.owner_profile["timezone"] = device or "Etc/UTC"
+    assert hot_rules.owner_zone(state) is not None

@@ -22,7 +22,6 @@ import functools
 import re
 from typing import NamedTuple
 
-from evoclaw_memory.distill.lexicon import read_sections
 from evoclaw_memory.text import STEMMED_STOPWORDS, stem, tokens
 
 
@@ -47,6 +46,10 @@ class Slot(NamedTuple):
 
 @functools.cache
 def _words() -> dict[str, frozenset[str]]:
+    # Imported here, not at the top: the lexicon reads its own data files when imported
+    # (~1 ms), and a question only asks which attribute it is about (asked_kinds), which
+    # needs none of these words; `context` and `retrieve` import this module every turn.
+    from evoclaw_memory.distill.lexicon import read_sections
     sections = read_sections("slots.txt")
     return {name: frozenset(" ".join(lines).split()) for name, lines in sections.items()}
 

@@ -19,7 +19,6 @@ from evoclaw_memory.errors import ValidationError
 from evoclaw_memory.limits import CONTEXT_RETRIEVED_MAX_BYTES
 from evoclaw_memory.models import RetrievalResult
 from evoclaw_memory.tiers import hot as hot_rules
-from evoclaw_memory.tiers import privacy
 from evoclaw_memory.tiers import tree as tree_rules
 
 if TYPE_CHECKING:
@@ -105,6 +104,7 @@ class AudienceControl:
 
     def render_shared_memory_md(self) -> tuple[str, int]:
         """MEMORY.md as a shared session may see it, and how many items it leaves out."""
+        from evoclaw_memory.tiers import privacy    # a shared session's only (issue 29)
         state, omitted = privacy.shared_hot(self.store.load_hot())
         return hot_rules.render_markdown(state, self.clock()), omitted
 
@@ -119,6 +119,8 @@ class AudienceControl:
         shared = validate.audience(audience) == "shared"
         omitted = 0
         if shared:
+            # Imported here: an owner's context (every turn) never needs it (issue 29).
+            from evoclaw_memory.tiers import privacy
             memory_md, omitted = self.render_shared_memory_md()
             nodes = self.store.tree_nodes()
             kept = [n for n in nodes if not (privacy.private_category(n.path)

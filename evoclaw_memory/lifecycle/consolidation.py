@@ -1,7 +1,7 @@
 """Consolidation (SPEC §5): quick, daily, monthly and full, each building on the previous.
 
 quick   rescore, evict/archive warm facts, promote lessons into hot memory, rebuild MEMORY.md
-daily   ingest-daily first, then quick, then prune the tree
+daily   ingest-daily first, then quick, then prune the tree and merge the full-text index
 monthly daily + LLM tree rebuild (when an LLM is configured; see tree_rebuild) + recount from
         data + cold cleanup of expired frozen facts
 full    monthly + an integrity check and a full report
@@ -70,6 +70,9 @@ def run_consolidation(mem: "Memory", mode: str, dry_run: bool = False,
         step("pruning the tree")
         report["tree_pruned"] = mem.tree_prune()
         report["cloud_verify"] = verify_cloud(mem)
+        # Index upkeep, reported under this step (the steps' names are part of the CLI's
+        # progress): each flush left a full-text segment that every search reads.
+        report["fulltext_merges"] = mem.store.merge_fulltext()
     if level >= 2:
         from evoclaw_memory.llm.rebuild import rebuild_tree
         step("rebuilding the tree")

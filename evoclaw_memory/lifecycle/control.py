@@ -14,12 +14,12 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
 from evoclaw_memory import validate
 from evoclaw_memory.errors import ValidationError
 from evoclaw_memory.models import Fact, Metadata
-from evoclaw_memory.store.control import ControlKeeper, FactHistory
 from evoclaw_memory.text import fts_phrase, normalized_key, query_terms
 from evoclaw_memory.tiers import tree as tree_rules
 
 if TYPE_CHECKING:
     from evoclaw_memory.config import Config
+    from evoclaw_memory.store.control import ControlKeeper, FactHistory
     from evoclaw_memory.store.local import LocalStore
     from evoclaw_memory.store.tree_keeper import TreeKeeper
     from evoclaw_memory.store.warm_keeper import WarmKeeper
@@ -67,6 +67,9 @@ class OwnerControl:
 
     @property
     def control(self) -> ControlKeeper:
+        # Imported here: Memory's import (every CLI command) then skips the history and
+        # undo module, which only the owner's control commands use (issue 29).
+        from evoclaw_memory.store.control import ControlKeeper
         return ControlKeeper(self.store, self.trees)
 
     def list_facts(self, *, category: Optional[str] = None, tier: Optional[str] = None,

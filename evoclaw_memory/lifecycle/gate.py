@@ -16,12 +16,12 @@ from evoclaw_memory import validate
 from evoclaw_memory.errors import ValidationError
 from evoclaw_memory.lifecycle.control import actor as check_actor
 from evoclaw_memory.models import Fact, HotState, Metadata
-from evoclaw_memory.store.proposals import Proposal, ProposalKeeper
 from evoclaw_memory.tiers import hot as hot_rules
 from evoclaw_memory.tiers import tree as tree_rules
 
 if TYPE_CHECKING:
     from evoclaw_memory.store.local import LocalStore
+    from evoclaw_memory.store.proposals import Proposal, ProposalKeeper
 
 SUBAGENT = "subagent:"
 # What a propose-only view may not do: every write but the two it turns into proposals.
@@ -68,6 +68,9 @@ class GateControl:
 
     @property
     def proposal_keeper(self) -> ProposalKeeper:
+        # Imported here: only a sub-agent's proposals need it, not Memory's import (which
+        # every CLI command pays; issue 29).
+        from evoclaw_memory.store.proposals import ProposalKeeper
         return ProposalKeeper(self.store)
 
     def act_as(self, actor: str) -> None:
@@ -184,6 +187,7 @@ class GateControl:
                 "forget_candidates": [], "pinned": [], "pin_refused": []}
 
     def _new_proposal(self, store: str, content: dict, conf: float, by: str) -> Proposal:
+        from evoclaw_memory.store.proposals import Proposal
         from evoclaw_memory.store.warm_keeper import new_id
         who = check_actor(by or self.actor)
         return self.proposal_keeper.add(Proposal(

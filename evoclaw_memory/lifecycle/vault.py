@@ -14,10 +14,10 @@ from evoclaw_memory.errors import NotFoundError
 from evoclaw_memory.lifecycle.control import actor as check_actor
 from evoclaw_memory.lifecycle.control import fact_id as check_id
 from evoclaw_memory.models import Fact
-from evoclaw_memory.store.vault import VaultKeeper
 
 if TYPE_CHECKING:
     from evoclaw_memory.config import Config
+    from evoclaw_memory.store.vault import VaultKeeper
     from evoclaw_memory.store.local import LocalStore
 
 
@@ -31,6 +31,8 @@ class VaultControl:
 
     @property
     def vault(self) -> VaultKeeper:
+        # Imported here: Memory's import (every CLI command) skips it (issue 29).
+        from evoclaw_memory.store.vault import VaultKeeper
         return VaultKeeper(self.store)
 
     def _fact(self, fact_id_: Any) -> Fact:

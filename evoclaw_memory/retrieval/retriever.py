@@ -39,7 +39,6 @@ from evoclaw_memory.retrieval.wording import (MAX_EXTRA_TERMS, alias_alternative
                                               yield_to_updates)
 from evoclaw_memory.retrieval.crosslang import translations
 from evoclaw_memory.retrieval.entities import EntityHook
-from evoclaw_memory.retrieval.related import related
 from evoclaw_memory.tiers.scoring import score
 from evoclaw_memory.store.local import LocalStore, fact_from_row
 from evoclaw_memory.text import STEMMED_STOPWORDS, fts_match_expression, fts_phrase, is_cjk, query_terms
@@ -289,6 +288,9 @@ class Retriever:
         only, like feedback: a relative adds no relevance."""
         if ranked and ranked[0].relevance >= RELATED_GATE:
             return False
+        # Imported here, past the gate: most queries have a direct match and never get here,
+        # and a CLI run then skips loading it (issue 29).
+        from evoclaw_memory.retrieval.related import related
         found = related(q.terms, df)
         words = sorted({r.word for rels in found.values() for r in rels} - set(q.searched))
         if not words:

@@ -377,7 +377,6 @@ class EntityKeeper:
         return [r[0] for r in rows]
 
     def get(self, entity_id: int, fact_limit: Optional[int] = 200) -> Entity:
-        import json
         name, kind, attributes, mentions, first, last = self.conn.execute(
             "SELECT name, kind, attributes, mentions, first_mentioned, last_mentioned FROM "
             "entities WHERE id = ?", (entity_id,)).fetchone()
@@ -389,7 +388,12 @@ class EntityKeeper:
             "SELECT f.id FROM entity_facts l JOIN facts f ON f.rowid = l.fact_rowid WHERE "
             "l.entity_id = ? ORDER BY l.created_at DESC LIMIT ?",
             (entity_id, -1 if fact_limit is None else fact_limit))]
-        return Entity(name=name, kind=kind, aliases=aliases, attributes=json.loads(attributes),
+        if attributes == "{}":          # most entities: no need to import json (issue 29)
+            decoded: dict = {}
+        else:
+            import json
+            decoded = json.loads(attributes)
+        return Entity(name=name, kind=kind, aliases=aliases, attributes=decoded,
                       relations=self.relations(entity_id), mentions=mentions,
                       first_mentioned=first, last_mentioned=last, facts=facts)
 

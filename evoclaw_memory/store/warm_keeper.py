@@ -15,7 +15,6 @@ from typing import Optional
 from evoclaw_memory.config import Config
 from evoclaw_memory.errors import ValidationError
 from evoclaw_memory.models import Fact, Metadata
-from evoclaw_memory.store.control import ControlKeeper
 from evoclaw_memory.store.local import LocalStore
 from evoclaw_memory.store.tree_keeper import TreeKeeper, index_body
 from evoclaw_memory.text import normalized_key
@@ -106,6 +105,9 @@ class WarmKeeper:
 
         Refused when `new` is already (through a chain) superseded by `old`: the loop would
         hide both for good."""
+        # Imported here: a per-turn CLI command that supersedes nothing then skips the
+        # history module (issue 29).
+        from evoclaw_memory.store.control import ControlKeeper
         if ControlKeeper(self.store, self.tree).would_cycle(old.id, new.id):
             raise ValidationError(f"{new.id} is already superseded (directly or through a chain) "
                                   f"by {old.id}; superseding {old.id} by it would hide both")

@@ -10,6 +10,7 @@ from __future__ import annotations
 # starts without it (start-up time, one process per agent turn).
 
 import datetime as dt
+import os
 from typing import Any, Callable, Optional
 
 import msgspec
@@ -252,12 +253,31 @@ def owner_zone(state: HotState) -> Optional[dt.tzinfo]:
     on that day, not on the day before, as it is in UTC."""
     name = state.owner_profile.get("timezone")
     if isinstance(name, str) and 0 < len(name) <= 64:
+        if name == _device_zone_name():
+            return None         # the device's own zone: the same days, without zoneinfo
         try:
+            # Imported here: zoneinfo loads sysconfig (~2 ms of a CLI run), and only an
+            # owner in another zone than the device's needs it.
             from zoneinfo import ZoneInfo
             return ZoneInfo(name)
         except (KeyError, ValueError, OSError, ImportError):   # no zone by that name here
             return None
     return None
+
+
+def _device_zone_name() -> Optional[str]:
+    """The IANA name of this device's zone when it is sure ("Europe/Lisbon": /etc/localtime
+    links to its tz file and no TZ variable overrides it), else None. A local date then is
+    the one ZoneInfo(name) gives: the C library reads the same file (PYTHONTZPATH could
+    point ZoneInfo at another one)."""
+    if "TZ" in os.environ or "PYTHONTZPATH" in os.environ:
+        return None
+    try:
+        target = os.readlink("/etc/localtime")
+    except (OSError, AttributeError, NotImplementedError):
+        return None
+    _, sep, name = target.rpartition("/zoneinfo/")
+    return name if sep else None
 
 
 def _when(ts: float, zone: Optional[dt.tzinfo]) -> str:
