@@ -28,6 +28,7 @@ N_REMEMBER = 10_000
 TARGET_REMEMBER_FLOOR = 2.0   # young tree ÷ the floor of plain durable sqlite3 transactions
 TARGET_FULL_YOUNG = 1.3       # full 50-node tree of the 100k store ÷ the young tree
 N_DURABILITY = 2_000
+N_DURABILITY_QUICK = 1_000  # an untargeted reference row: half the calls in the smoke run
 CHUNK = 500                 # calls per turn when remember runs side by side (small / full / floor)
 
 
@@ -233,9 +234,10 @@ def run(ws: Workspace) -> AreaResult:
     res.add("remember throughput", f"{N_REMEMBER / total:,.0f} facts/s",
             f"floor {N_REMEMBER / floor:,.0f} facts/s")
     res.add("remember per call p50 / p95", p50_p95(st), "(first 100 calls discarded)")
-    full_s, normal_s = _durability_cost(ws, gen[:N_DURABILITY])
-    res.data["durability"] = {"n": N_DURABILITY, "full_s": full_s, "normal_s": normal_s}
-    res.add(f"remember × {N_DURABILITY:,}, synchronous=FULL (the store's)", secs(full_s),
+    n_durability = N_DURABILITY_QUICK if quick else N_DURABILITY
+    full_s, normal_s = _durability_cost(ws, gen[:n_durability])
+    res.data["durability"] = {"n": n_durability, "full_s": full_s, "normal_s": normal_s}
+    res.add(f"remember × {n_durability:,}, synchronous=FULL (the store's)", secs(full_s),
             f"synchronous=NORMAL (not used): {secs(normal_s)} ({full_s / normal_s:.1f}×)")
 
     # -- remember on a full tree of a big store (measured above, chunk by chunk) ----------
