@@ -297,6 +297,21 @@ def test_the_relay_client_imports_nothing_of_the_library(tmp_path):
     assert not loaded & {"msgspec", "typing", "sqlite3", "datetime", "click"}
 
 
+def _start_serve(env: dict, log_path) -> subprocess.Popen:
+    """The real `serve` (no sync, no consolidation), logging to `log_path`."""
+    with open(log_path, "wb") as out:
+        return subprocess.Popen([_script(), "serve", "--no-sync", "--no-consolidate"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=out, stdin=subprocess.DEVNULL)
+
+
+def _wait_started(proc: subprocess.Popen, log_path) -> None:
+    """Until serve logs that it started (or exits, or 30 s pass)."""
+    deadline = time.monotonic() + 30
+    while "started:" not in log_path.read_text() and proc.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def test_serve_runs_the_cli_commands_while_it_lives(seeded, tmp_path):
     """The real `serve` process: its socket appears with a log line, a store through it
     lands in the memory, and the socket is gone after SIGTERM."""
@@ -304,15 +319,10 @@ def test_serve_runs_the_cli_commands_while_it_lives(seeded, tmp_path):
     shutil.copytree(seeded, home)
     env = _env(home)
     log_path = tmp_path / "serve.log"
-    with open(log_path, "wb") as out:
-        proc = subprocess.Popen([_script(), "serve", "--no-sync", "--no-consolidate"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=out, stdin=subprocess.DEVNULL)
+    proc = _start_serve(env, log_path)
     path = relay.socket_path(str(home), "default")
     try:
-        deadline = time.monotonic() + 30
-        while "started:" not in log_path.read_text() and proc.poll() is None \
-                and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_started(proc, log_path)
         assert f"; CLI relay on {path}" in log_path.read_text()
         assert oct(os.stat(path).st_mode & 0o777) == "0o600"
         out, err, status = _cli(["store", "--text", "Compost is turned on Sundays"], None,
@@ -488,14 +498,9 @@ def test_serve_of_a_config_toml_agent_relays_counts_and_doctor_sees_it(seeded, t
         "detail": "no relay: no `serve` runs for agent sam (each per-turn command starts its "
                   "own process)"}
     log_path = tmp_path / "serve.log"
-    with open(log_path, "wb") as out:
-        proc = subprocess.Popen([_script(), "serve", "--no-sync", "--no-consolidate"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=out, stdin=subprocess.DEVNULL)
+    proc = _start_serve(env, log_path)
     try:
-        deadline = time.monotonic() + 30
-        while "started:" not in log_path.read_text() and proc.poll() is None \
-                and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_started(proc, log_path)
         assert f"; CLI relay on {path}" in log_path.read_text()
         out_, err, status = _cli(["store", "--text", "Kim feeds the cat at six"], None, home,
                                  tmp_path)

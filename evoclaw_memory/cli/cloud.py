@@ -264,10 +264,8 @@ def cold(ctx: click.Context, init_: bool, query: Optional[str], category: Option
         raise click.UsageError("use --init, or --query TEXT and/or --category PATH")
     with open_memory(ctx) as mem:
         if init_:
-            from evoclaw_memory.cloud.remote import open_remote
-            from pathlib import Path
-            with open_remote(mem.config.cloud_url, mem.config.cloud_token,
-                             Path(mem.config.home) / "cloud.db") as remote:
+            from evoclaw_memory.lifecycle.cloud_side import open_configured
+            with open_configured(mem.config) as remote:
                 version = remote.ensure_schema()
                 label = remote.label
             emit(ctx, {"schema_version": version, "cloud": label},

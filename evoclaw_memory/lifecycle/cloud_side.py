@@ -25,13 +25,18 @@ if TYPE_CHECKING:
 KV_SCHEMA = "cloud.schema_verified"
 
 
-def configured_remote(mem: "Memory") -> Any:
-    """The configured Remote, unsecured (Hrana, a file, or the embedded default file)."""
+def open_configured(config: Any) -> Any:
+    """The Remote `config` names (Hrana, a file, or the embedded default file), unsecured;
+    an unusable URL raises its clear configuration error instead of a parse of it."""
     from evoclaw_memory.cloud.remote import open_remote
+    config.require_cloud()
+    return open_remote(config.cloud_url, config.cloud_token, Path(config.home) / "cloud.db")
+
+
+def configured_remote(mem: "Memory") -> Any:
+    """This memory's configured Remote, unsecured, its schema trusted once verified."""
     from evoclaw_memory.store import migrate
-    mem.config.require_cloud()      # an unusable URL: its clear error, not a parse of it
-    remote = open_remote(mem.config.cloud_url, mem.config.cloud_token,
-                         Path(mem.config.home) / "cloud.db")
+    remote = open_configured(mem.config)
     if mem.store.get_setting(KV_SCHEMA) == f"{migrate.latest_version('cloud')} {remote.label}":
         remote.assume_schema()
     return remote
@@ -306,10 +311,7 @@ def retire_old_id(mem: "Memory", remote: Any) -> None:
 def cloud_agents(config: Any) -> list[Any]:
     """The agents the configured cloud holds (Remote.agents), opened from the config alone:
     listing them creates no agent folder here, and needs no key."""
-    from evoclaw_memory.cloud.remote import open_remote
-    config.require_cloud()
-    with open_remote(config.cloud_url, config.cloud_token,
-                     Path(config.home) / "cloud.db") as remote:
+    with open_configured(config) as remote:
         return remote.agents()
 
 

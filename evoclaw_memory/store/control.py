@@ -18,7 +18,7 @@ from evoclaw_memory.errors import NotFoundError, StoreError, ValidationError
 from evoclaw_memory.models import Fact, Metadata
 from evoclaw_memory.store.entities import EntityKeeper
 from evoclaw_memory.store.local import LocalStore
-from evoclaw_memory.store.rows import FACT_AND_FLAGS, encoder, fact_from_row
+from evoclaw_memory.store.rows import FACT_AND_FLAGS, encoder, fact_from_row, facts_where
 from evoclaw_memory.store.tree_keeper import TreeKeeper, key_and_body_of
 from evoclaw_memory.text import key_digest
 from evoclaw_memory.tiers.warm import fact_size
@@ -246,22 +246,9 @@ class ControlKeeper:
              include_superseded: bool = False, limit: Optional[int] = None,
              offset: int = 0) -> list[Fact]:
         """Facts in the order they were stored, filtered (category includes its subtree)."""
-        where, args = [], []
-        if category:
-            where.append("(category = ? OR substr(category, 1, ?) = ?)")
-            args += [category, len(category) + 1, category + "/"]
-        if tier:
-            where.append("tier = ?")
-            args.append(tier)
-        if since is not None:
-            where.append("created_at >= ?")
-            args.append(since)
-        if until is not None:
-            where.append("created_at < ?")
-            args.append(until)
-        if not include_superseded:
-            where.append("superseded_by IS NULL")
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        where, args = facts_where(category=category, tier=tier, since=since, until=until,
+                                  include_superseded=include_superseded)
+        clause = f"WHERE {where}" if where else ""
         args += [-1 if limit is None else limit, offset]
         return [fact_from_row(r) for r in self.store.conn.execute(
             f"SELECT {FACT_AND_FLAGS} FROM facts {clause} ORDER BY rowid LIMIT ? OFFSET ?", args)]

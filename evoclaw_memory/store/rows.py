@@ -6,6 +6,8 @@ import functools
 
 import msgspec
 
+from typing import Any, Optional
+
 from evoclaw_memory.models import Fact, HotState, Metadata
 
 FACT_COLUMNS = ("id, text, category, importance, created_at, last_access, access_count, "
@@ -16,6 +18,40 @@ FLAG_COLUMNS = ("pinned, private, changed_at, content_changed_at, flags_changed_
                 "superseded_changed_at")
 FACT_AND_FLAGS = f"{FACT_COLUMNS}, {FLAG_COLUMNS}"
 _metadata_decoder = msgspec.json.Decoder(Metadata)
+
+
+def facts_where(*, category: Optional[str] = None, tier: Optional[str] = None,
+                pinned: Optional[bool] = None, private: Optional[bool] = None,
+                since: Optional[float] = None, until: Optional[float] = None,
+                include_superseded: bool = False) -> tuple[str, list[Any]]:
+    """The WHERE clause ("" for none) and its arguments of a filtered read of `facts`, for
+    the owner's listings (`list`, the window's facts page): a category with its subtree,
+    tier, pinned, private, created at or after `since` and before `until`.
+
+    Warm is small (its byte cap keeps it to hundreds of facts): the (tier, category) index
+    finds it. Cold is nearly everything: through that index SQLite would sort 100k rows to
+    give one page in stored order (130 ms), so `+tier` keeps the read on the primary key,
+    which stops after one page."""
+    where, args = [], []
+    if category:
+        where.append("(category = ? OR substr(category, 1, ?) = ?)")
+        args += [category, len(category) + 1, category + "/"]
+    if tier:
+        where.append("tier = ?" if tier == "warm" else "+tier = ?")
+        args.append(tier)
+    for column, value in (("pinned", pinned), ("private", private)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(int(value))
+    if since is not None:
+        where.append("created_at >= ?")
+        args.append(since)
+    if until is not None:
+        where.append("created_at < ?")
+        args.append(until)
+    if not include_superseded:
+        where.append("superseded_by IS NULL")
+    return " AND ".join(where), args
 encoder = msgspec.json.Encoder()
 
 

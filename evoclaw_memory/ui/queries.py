@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from evoclaw_memory.models import Fact
-from evoclaw_memory.store.rows import FACT_AND_FLAGS, fact_from_row
+from evoclaw_memory.store.rows import FACT_AND_FLAGS, fact_from_row, facts_where
 
 PER_PAGE = 50
 WEEK = 7 * 86_400
@@ -33,30 +33,9 @@ class FactFilter:
     until: Optional[float] = None     # created before
 
     def where(self) -> tuple[str, list[Any]]:
-        where, args = ["superseded_by IS NULL"], []
-        if self.category:
-            where.append("(category = ? OR substr(category, 1, ?) = ?)")
-            args += [self.category, len(self.category) + 1, self.category + "/"]
-        if self.tier:
-            # Warm is small (its byte cap keeps it to hundreds of facts): the (tier, category)
-            # index finds them and the sort is cheap. Cold is nearly everything: through that
-            # index SQLite would sort 100k rows for one page (130 ms), so `+tier` keeps it on
-            # the walk down the primary key, which stops after one page.
-            where.append("tier = ?" if self.tier == "warm" else "+tier = ?")
-            args.append(self.tier)
-        if self.pinned is not None:
-            where.append("pinned = ?")
-            args.append(int(self.pinned))
-        if self.private is not None:
-            where.append("private = ?")
-            args.append(int(self.private))
-        if self.since is not None:
-            where.append("created_at >= ?")
-            args.append(self.since)
-        if self.until is not None:
-            where.append("created_at < ?")
-            args.append(self.until)
-        return " AND ".join(where), args
+        """The live facts this filter keeps, as the store's listings filter (rows.facts_where)."""
+        return facts_where(category=self.category, tier=self.tier, pinned=self.pinned,
+                           private=self.private, since=self.since, until=self.until)
 
     def keeps(self, fact: Fact) -> bool:
         """The same filter applied to one fact (search results are filtered this way)."""

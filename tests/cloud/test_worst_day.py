@@ -8,6 +8,8 @@ refused restore print are what a person counts."""
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import socket
 import time
@@ -232,15 +234,23 @@ def test_restore_force_retires_the_old_id_and_keeps_the_name(fresh_db, tmp_path)
     assert run(pi, "--agent-id", "sam", "sync", env=env).exit_code == 5
 
 
-def test_a_retire_the_restore_could_not_send_is_sent_by_the_next_sync(fresh_db, fault_proxy,
-                                                                         tmp_path):
-    url, token = fresh_db
+@contextlib.contextmanager
+def _second_device(tmp_path, url: str, token: str, facts: int):
+    """Device "a" stores `facts` facts and syncs; device "b" restores them and syncs (so
+    its id is registered in the cloud): b, open."""
     with Memory.open("sam", home=tmp_path / "a", encryption="off") as a:
-        fill(a, 3, "synced")
+        fill(a, facts, "synced")
         a.sync(remote=remote_for(url, token))
     with Memory.open("sam", home=tmp_path / "b", encryption="off") as b:
         b.restore(remote=remote_for(url, token))
         b.sync(remote=remote_for(url, token))
+        yield b
+
+
+def test_a_retire_the_restore_could_not_send_is_sent_by_the_next_sync(fresh_db, fault_proxy,
+                                                                         tmp_path):
+    url, token = fresh_db
+    with _second_device(tmp_path, url, token, facts=3) as b:
         old = b.sync_status()["device_id"]
 
         def cut_at_the_end(stage: str, done: int, total: int) -> None:
@@ -263,12 +273,7 @@ def test_a_retire_the_restore_could_not_send_is_sent_by_the_next_sync(fresh_db, 
 
 def test_a_revoked_old_id_stays_revoked_and_the_new_id_is_not(fresh_db, tmp_path):
     url, token = fresh_db
-    with Memory.open("sam", home=tmp_path / "a", encryption="off") as a:
-        fill(a, 2, "synced")
-        a.sync(remote=remote_for(url, token))
-    with Memory.open("sam", home=tmp_path / "b", encryption="off") as b:
-        b.restore(remote=remote_for(url, token))
-        b.sync(remote=remote_for(url, token))
+    with _second_device(tmp_path, url, token, facts=2) as b:
         old = b.sync_status()["device_id"]
         with remote_for(url, token) as remote:
             assert remote.revoke("sam", old)

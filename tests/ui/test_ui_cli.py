@@ -38,6 +38,24 @@ def _first_line(proc, seconds=30.0) -> str:
     return proc.stdout.readline().strip()
 
 
+URL = re.compile(r"http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]{40,})")
+
+
+def _check_page(url: str) -> tuple[str, str]:
+    """The printed URL is loopback with a token; the page refuses a request without it and
+    opens with it (its token then leaves the address). Returns (base URL, token)."""
+    match = URL.fullmatch(url)
+    assert match, url
+    base = f"http://127.0.0.1:{match.group(1)}"
+    assert httpx.get(base + "/facts").status_code == 401
+    with httpx.Client(follow_redirects=True) as browser:
+        page = browser.get(url)
+        assert page.status_code == 200 and "Overview" in page.text
+        assert str(page.url) == base + "/"                   # the token left the address
+        assert browser.get(base + "/sync").status_code == 200
+    return base, match.group(2)
+
+
 @pytest.fixture
 def launch(home):
     started = []
@@ -58,22 +76,13 @@ def launch(home):
 
 def test_ui_prints_one_url_with_a_fresh_token_and_serves_only_with_it(launch):
     proc = launch("--port", "0")
-    url = _first_line(proc)
-    match = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]{40,})", url)
-    assert match, url
-    base = f"http://127.0.0.1:{match.group(1)}"
-    assert httpx.get(base + "/facts").status_code == 401
-    with httpx.Client(follow_redirects=True) as browser:
-        page = browser.get(url)
-        assert page.status_code == 200 and "Overview" in page.text
-        assert str(page.url) == base + "/"                   # the token left the address
-        assert browser.get(base + "/sync").status_code == 200
+    _, token = _check_page(_first_line(proc))
     proc.send_signal(signal.SIGINT)                          # Ctrl-C
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
-    assert match.group(2) not in err                          # no access log holds the token
+    assert token not in err                                   # no access log holds the token
     second = launch("--port", "0")
-    assert _first_line(second).split("token=")[1] != match.group(2)   # fresh per run
+    assert _first_line(second).split("token=")[1] != token    # fresh per run
 
 
 def test_ui_beyond_loopback_needs_the_host_and_warns(launch):
@@ -131,14 +140,7 @@ def test_serve_hosts_the_window_beside_its_service_and_stops_it(home):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=_env(home))
     try:
-        url = _first_line(proc)
-        match = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]{40,})", url)
-        assert match, url
-        base = f"http://127.0.0.1:{match.group(1)}"
-        assert httpx.get(base + "/").status_code == 401
-        with httpx.Client(follow_redirects=True) as browser:
-            page = browser.get(url)
-            assert page.status_code == 200 and "Overview" in page.text
+        base, _ = _check_page(_first_line(proc))
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
