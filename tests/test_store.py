@@ -292,3 +292,48 @@ def test_deferred_indexes_come_back_after_a_killed_load(tmp_path):
     assert _facts_indexes(reopened) == before
     assert reopened.get_setting("store.deferred_indexes") is None
     reopened.close()
+
+
+def _said_by(mem, fact, speaker):
+    mem.store.conn.execute("UPDATE facts SET speaker = ? WHERE id = ?", (speaker, fact.id))
+
+
+def test_a_speakers_newest_facts_on_a_word_are_the_same_by_either_plan(mem, monkeypatch):
+    # The write-time decision's candidates (newest_live_texts): for a speaker with few facts
+    # the store walks that speaker's facts (schema 0014's index) instead of the word's whole
+    # full-text list. Both plans must give the same rows: newest first, live only.
+    from evoclaw_memory.store import fulltext
+    from evoclaw_memory.text import fts_phrase, tokens
+    word = fts_phrase(tokens("greenhouse")[0])          # as the decision asks: a stored token
+    mia = []
+    for i in range(90):
+        fact = mem.remember(f"note {i}: the greenhouse shelf needs fixing ({i})", category="garden")
+        if i % 9 == 0:
+            _said_by(mem, fact, "Mia")
+            mia.append(fact)
+    replacement = mem.remember("Mia says the greenhouse shelf is fixed now", category="garden")
+    _said_by(mem, replacement, "Mia")
+    mem.supersede(mia[-1].id, replacement.id)
+    statements: list[str] = []
+    mem.store.conn.set_trace_callback(statements.append)
+    answers = {}
+    for most in (64, 0):                   # 64: Mia's 11 facts are walked; 0: the word's list
+        monkeypatch.setattr(fulltext, "SPEAKER_DRIVEN_MAX", most)
+        for limit in (3, 6, 50):
+            answers[most, limit] = mem.store.newest_live_texts(word, "Mia", limit)
+    mem.store.conn.set_trace_callback(None)
+    newest_first = [(f.id, f.text) for f in [replacement, *reversed(mia[:-1])]]
+    for limit in (3, 6, 50):
+        assert answers[64, limit] == answers[0, limit] == newest_first[:limit]
+    assert any("CROSS JOIN" in s for s in statements)
+    plan = " ".join(str(r) for r in mem.store.conn.execute(
+        "EXPLAIN QUERY PLAN SELECT f.id FROM facts f WHERE f.speaker = ? ORDER BY f.rowid DESC",
+        ("Mia",)))
+    assert "facts_speaker" in plan and "TEMP B-TREE" not in plan
+
+
+def test_the_warm_total_is_summed_from_the_index_alone(mem):
+    plan = " ".join(str(r) for r in mem.store.conn.execute(
+        "EXPLAIN QUERY PLAN SELECT COALESCE(SUM(size), 0) FROM facts "
+        "WHERE tier = 'warm' AND pinned = 0"))
+    assert "COVERING INDEX facts_tier_category" in plan

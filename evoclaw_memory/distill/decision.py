@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from typing import Iterable, Literal, NamedTuple, Optional, Sequence
 
-from evoclaw_memory.distill.sameness import (Statement, held_in, same_but_dates, shared_weight,
-                                             statement, total)
+from evoclaw_memory.distill.sameness import (Statement, held_in, reachable, same_but_dates,
+                                             shared_weight, statement, total)
 from evoclaw_memory.distill.slots import Slot, has_change_cue, slots_of
 from evoclaw_memory.text import tokens
 
@@ -98,9 +98,12 @@ def decide(text: str, known: Sequence[Known], *, own: bool, rendered: Iterable[s
                         "restates a live fact")
     if replaces:
         return Decision("add", None, tuple(replaces), "changes or extends live facts")
-    for shown in rendered:
-        if held_in(new.weights, statement(shown, ignored).weights) >= STRICT:
-            return Decision("skip", why="already in hot memory")
+    shown = tuple(rendered)
+    if shown and reachable(new.weights, shown, frozenset(ignored)) >= STRICT * total(new.weights) \
+            * (1 - 1e-9):
+        for text_shown in shown:
+            if held_in(new.weights, statement(text_shown, ignored).weights) >= STRICT:
+                return Decision("skip", why="already in hot memory")
     return Decision("add", why="new")
 
 
@@ -114,7 +117,13 @@ def _compare(new: Statement, old: Statement, new_tokens: list[str], old_text: st
         return "", 0.0
     if not _may_be_related(new, old, own, new_slots, old_text):
         return "", 0.0
-    held_new, held_old = held_in(new.weights, old.weights), held_in(old.weights, new.weights)
+    # Each way's shared weight once (held_in(a, b) is shared_weight(a, b) / total(a)): an
+    # old memory compares a statement with dozens of facts.
+    total_new, total_old = total(new.weights), total(old.weights)
+    shared = shared_weight(new.weights, old.weights)
+    shared_back = shared_weight(old.weights, new.weights)
+    held_new = shared / total_new if total_new > 0 else 0.0
+    held_old = shared_back / total_old if total_old > 0 else 0.0
     other_day = bool(new.dates and old.dates and new.dates != old.dates)
     if other_day:
         # Two occurrences of something, on different days. The owner saying the same words
@@ -128,10 +137,9 @@ def _compare(new: Statement, old: Statement, new_tokens: list[str], old_text: st
         return (slot, 1.5 if slot == "same" else 0.0) if slot else ("", 0.0)
     if not own:
         return ("same", held_new) if min(held_new, held_old) >= STRICT else ("", 0.0)
-    shared = shared_weight(new.weights, old.weights)
     if held_new >= RESTATES and shared >= OWN_MIN_SHARED / 2:
         return "same", held_new
-    if held_old >= RICHER_HOLDS and total(new.weights) - shared >= RICHER_ADDS \
+    if held_old >= RICHER_HOLDS and total_new - shared >= RICHER_ADDS \
             and shared >= OWN_MIN_SHARED / 2:
         return "replaces", held_old
     slot = _slot_relation(new_slots, slots_of(old_text), new_text)
@@ -139,10 +147,11 @@ def _compare(new: Statement, old: Statement, new_tokens: list[str], old_text: st
         return slot, 1.5 if slot == "same" else 0.0
     if strict_only:
         return "", 0.0
-    light, heavy = (new, old) if total(new.weights) <= total(old.weights) else (old, new)
-    if shared >= OWN_MIN_SHARED and held_in(light.weights, heavy.weights) >= OWN_COVERAGE \
-            and held_in(heavy.weights, light.weights) >= OWN_HEAVIER_SHARE:
-        return "same", held_in(light.weights, heavy.weights)
+    held_light, held_heavy = (held_new, held_old) if total_new <= total_old \
+        else (held_old, held_new)
+    if shared >= OWN_MIN_SHARED and held_light >= OWN_COVERAGE \
+            and held_heavy >= OWN_HEAVIER_SHARE:
+        return "same", held_light
     return "", 0.0
 
 

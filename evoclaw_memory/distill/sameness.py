@@ -47,9 +47,11 @@ _DATE_PHRASE = re.compile(
     rf"|\d{{4}}年(?:\d{{1,2}}月(?:\d{{1,2}}日)?)?")
 
 
+@functools.lru_cache(maxsize=16384)
 def term_weight(term: str) -> float:
-    """What a content term weighs in a statement: the rarer, the more."""
-    if any(ch.isdigit() for ch in term):
+    """What a content term weighs in a statement: the rarer, the more. Cached: an old
+    memory's candidates bring the same few thousand words again and again."""
+    if not term.isalpha() and any(ch.isdigit() for ch in term):
         return NUMBER_WEIGHT
     if is_cjk(term):
         return CJK_WEIGHT
@@ -107,26 +109,59 @@ NEIGHBOUR_SIMILARITY = 0.7
 def shared_weight(a: Weights, b: Weights) -> float:
     """The weight of `a`'s words that `b` holds, each at most its weight in `b`."""
     total_shared = 0.0
+    by_prefix: dict[str, float] | None = None
     for t, w in a.items():
         if t in b:
             total_shared += min(w, b[t])
             continue
-        total_shared += _near(t, w, b)
+        # What `b` holds of t through another form or a word used alike.
+        best = 0.0
+        if len(t) > SAME_PREFIX:
+            if by_prefix is None:
+                by_prefix = _by_prefix(b)
+            heaviest = by_prefix.get(t[:SAME_PREFIX])
+            if heaviest is not None:
+                best = PREFIX_CREDIT * min(w, heaviest)
+        if t.isalpha():
+            for u, similarity in _alike(t).items():
+                if u in b:
+                    best = max(best, similarity * min(w, b[u]))
+        total_shared += best
     return total_shared
 
 
-def _near(term: str, weight: float, other: Weights) -> float:
-    """What `other` holds of `term` through another form or a word used alike."""
-    best = 0.0
-    if len(term) >= SAME_PREFIX + 1:
-        for u, w in other.items():
-            if len(u) >= SAME_PREFIX + 1 and u[:SAME_PREFIX] == term[:SAME_PREFIX]:
-                best = max(best, PREFIX_CREDIT * min(weight, w))
-    if term.isalpha():
-        for u, similarity in _alike(term).items():
-            if u in other:
-                best = max(best, similarity * min(weight, other[u]))
-    return best
+def _by_prefix(weights: Weights) -> dict[str, float]:
+    """The heaviest weight of `weights`' long words by their first SAME_PREFIX letters (built
+    once per comparison rather than scanned once per word)."""
+    out: dict[str, float] = {}
+    for u, w in weights.items():
+        if len(u) > SAME_PREFIX:
+            key = u[:SAME_PREFIX]
+            if w > out.get(key, -1.0):
+                out[key] = w
+    return out
+
+
+def reachable(a: Weights, texts: tuple[str, ...], ignore: frozenset[str]) -> float:
+    """The weight of `a`'s words that any of `texts` could hold (itself, another form, a word
+    used alike): an upper bound of shared_weight(a, statement(t).weights) for every t, so
+    a statement whose bound is below a share need not be compared with them one by one."""
+    words, prefixes = _words_of(texts, ignore)
+    out = 0.0
+    for t, w in a.items():
+        if t in words or (len(t) > SAME_PREFIX and t[:SAME_PREFIX] in prefixes) or \
+                (t.isalpha() and any(u in words for u in _alike(t))):
+            out += w
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _words_of(texts: tuple[str, ...], ignore: frozenset[str]) -> tuple[frozenset[str],
+                                                                      frozenset[str]]:
+    """All content words of `texts`, and the SAME_PREFIX-letter prefixes of the long ones;
+    cached: the hot memory's entries are the same for every statement of a conversation."""
+    words = frozenset(t for text in texts for t in _statement(text, ignore).weights)
+    return words, frozenset(t[:SAME_PREFIX] for t in words if len(t) > SAME_PREFIX)
 
 
 @functools.lru_cache(maxsize=8192)
