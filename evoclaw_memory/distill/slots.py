@@ -74,58 +74,88 @@ _JOB = r"(?i:(?P<job>(?:an?\s+)?[A-Za-z-]+(?:\s+[A-Za-z-]+){0,2}))"
 
 
 @functools.cache
-def _patterns() -> dict[str, list[re.Pattern[str]]]:
-    """The statement patterns of each kind, compiled on first use."""
+def _patterns() -> dict[str, list[tuple[re.Pattern[str], re.Pattern[str]]]]:
+    """The statement patterns of each kind, compiled on first use, each after a quick test
+    of a word it cannot match without (the same sub-expression, so the test never says no
+    where the pattern says yes): the decision reads the slots of every candidate fact, and
+    most hold none of these words, so their ~20 patterns need not run."""
     i = r"(?i:\b(?:i|we)\b)"
+    i_we, my_our = re.compile(i), re.compile(r"(?i:\b(?:my|our)\b)")
+    home = re.compile(r"(?i:\bhome\b)")
+    job_word = re.compile(r"(?i:\b(?:job|role|position|profession|career)\b)")
+    working = re.compile(r"(?i:\b(?:working|being)\b)")
+    secret_word = re.compile(r"(?i:code|password|passcode|pin|passphrase|combination|combo|"
+                             r"passkey)")
+    favourite = re.compile(r"(?i:favou?rite)")
+    birthday, born = re.compile(r"(?i:\bbirthday\b)"), re.compile(r"(?i:\bborn\b)")
+    is_my_birthday = re.compile(r"(?i:\s+is\s+my\s+birthday)")
     return {
         "home": [
-            re.compile(rf"{i}(?i:(?:['’](?:ve|m|re)|\s+(?:have|am|are))?\s+{_ADV}(?:been\s+)?"
-                       r"(?:live|lived|living|reside|resided|staying|based|settled)\s+in\s+)"
-                       + _PLACE),
-            re.compile(rf"{i}(?i:(?:['’]ve|\s+have)?\s+{_ADV}(?:moved|relocated|emigrated|"
-                       r"settled)\s+(?:back\s+|over\s+)?(?:to|into|in)\s+)" + _PLACE),
-            re.compile(r"(?i:\b(?:my|our)\s+(?:new\s+)?(?:home|house|flat|apartment|place|"
-                       r"address)\s+is\s+(?:now\s+)?in\s+)" + _PLACE),
-            re.compile(r"(?i:\bhome\s+(?:for\s+(?:me|us)\s+)?is\s+(?:now\s+)?)" + _PLACE),
+            (i_we,
+             re.compile(rf"{i}(?i:(?:['’](?:ve|m|re)|\s+(?:have|am|are))?\s+{_ADV}(?:been\s+)?"
+                        r"(?:live|lived|living|reside|resided|staying|based|settled)\s+in\s+)"
+                        + _PLACE)),
+            (i_we,
+             re.compile(rf"{i}(?i:(?:['’]ve|\s+have)?\s+{_ADV}(?:moved|relocated|emigrated|"
+                        r"settled)\s+(?:back\s+|over\s+)?(?:to|into|in)\s+)" + _PLACE)),
+            (my_our,
+             re.compile(r"(?i:\b(?:my|our)\s+(?:new\s+)?(?:home|house|flat|apartment|place|"
+                        r"address)\s+is\s+(?:now\s+)?in\s+)" + _PLACE)),
+            (home,
+             re.compile(r"(?i:\bhome\s+(?:for\s+(?:me|us)\s+)?is\s+(?:now\s+)?)" + _PLACE)),
         ],
         "job": [
             # (?P<explicit>): a frame that says "job" itself, where any -er/-ist word counts
-            re.compile(rf"{i}(?i:\s+{_ADV}(?P<explicit>work|worked|am\s+working|['’]m\s+working|"
-                       r"started|have\s+been\s+working|['’]ve\s+been\s+working)\s+as\s+)" + _JOB),
-            re.compile(r"(?i:\b(?P<explicit>job|role|position|profession|career)\s+(?:is|as)\s+)"
-                       + _JOB),
-            re.compile(rf"{i}(?i:(?:['’]m|\s+am)\s+{_ADV}(?:working\s+as\s+)?)" + _JOB),
-            re.compile(r"(?i:\b(?:working|being)\s+(?:as\s+)?)" + _JOB),
-            re.compile(rf"{i}(?i:\s+(?:became|become|trained\s+as|qualified\s+as|"
-                       r"retrained\s+as)\s+)" + _JOB),
+            (i_we,
+             re.compile(rf"{i}(?i:\s+{_ADV}(?P<explicit>work|worked|am\s+working|['’]m\s+working|"
+                        r"started|have\s+been\s+working|['’]ve\s+been\s+working)\s+as\s+)" + _JOB)),
+            (job_word,
+             re.compile(r"(?i:\b(?P<explicit>job|role|position|profession|career)\s+(?:is|as)\s+)"
+                        + _JOB)),
+            (i_we,
+             re.compile(rf"{i}(?i:(?:['’]m|\s+am)\s+{_ADV}(?:working\s+as\s+)?)" + _JOB)),
+            (working,
+             re.compile(r"(?i:\b(?:working|being)\s+(?:as\s+)?)" + _JOB)),
+            (i_we,
+             re.compile(rf"{i}(?i:\s+(?:became|become|trained\s+as|qualified\s+as|"
+                        r"retrained\s+as)\s+)" + _JOB)),
         ],
         "employer": [
-            re.compile(rf"{i}(?i:\s+{_ADV}(?:work|am\s+working|['’]m\s+working)\s+(?:at|for)\s+)"
-                       + _ORG),
-            re.compile(rf"{i}(?i:(?:['’]ve|\s+have)?\s+{_ADV}joined\s+)" + _ORG),
+            (i_we,
+             re.compile(rf"{i}(?i:\s+{_ADV}(?:work|am\s+working|['’]m\s+working)\s+(?:at|for)\s+)"
+                        + _ORG)),
+            (i_we,
+             re.compile(rf"{i}(?i:(?:['’]ve|\s+have)?\s+{_ADV}joined\s+)" + _ORG)),
         ],
         "secret": [
-            re.compile(r"(?i:(?P<key>(?:[a-z][\w'’-]*\s+){0,3}?)(?P<what>code|password|passcode|"
-                       r"pin|passphrase|combination|combo|passkey)(?:\s+(?:for|to|at|of|on)\s+"
-                       r"(?:the\s+|my\s+|our\s+)?(?P<key2>[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*)?))?"
-                       r"\s+(?:is|was|=|:)\s+(?:now\s+|still\s+)?)(?P<value>[^\s,;!?]+)"),
+            (secret_word,
+             re.compile(r"(?i:(?P<key>(?:[a-z][\w'’-]*\s+){0,3}?)(?P<what>code|password|passcode|"
+                        r"pin|passphrase|combination|combo|passkey)(?:\s+(?:for|to|at|of|on)\s+"
+                        r"(?:the\s+|my\s+|our\s+)?(?P<key2>[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*)?))?"
+                        r"\s+(?:is|was|=|:)\s+(?:now\s+|still\s+)?)(?P<value>[^\s,;!?]+)")),
         ],
         "favourite": [
-            re.compile(r"(?i:\b(?:my|our)\s+(?:all-time\s+|absolute\s+|new\s+)?favou?rite\s+)"
-                       r"(?P<thing>[A-Za-z-]+(?:\s+[A-Za-z-]+)?)(?i:\s+(?:is|are)\s+(?:now\s+)?)"
-                       r"(?P<value>[^,.;!?]+)"),
-            re.compile(r"^(?:(?i:oh|and|also|so|well)[,\s]+)?(?P<value>[^,.;!?]+?)(?i:\s+(?:is|are)\s+"
-                       r"(?:now\s+)?(?:still\s+)?my\s+(?:all-time\s+|absolute\s+|new\s+)?favou?rite\s+)"
-                       r"(?P<thing>[A-Za-z-]+)"),
+            (favourite,
+             re.compile(r"(?i:\b(?:my|our)\s+(?:all-time\s+|absolute\s+|new\s+)?favou?rite\s+)"
+                        r"(?P<thing>[A-Za-z-]+(?:\s+[A-Za-z-]+)?)(?i:\s+(?:is|are)\s+(?:now\s+)?)"
+                        r"(?P<value>[^,.;!?]+)")),
+            (favourite,
+             re.compile(r"^(?:(?i:oh|and|also|so|well)[,\s]+)?(?P<value>[^,.;!?]+?)(?i:\s+(?:is|are)\s+"
+                        r"(?:now\s+)?(?:still\s+)?my\s+(?:all-time\s+|absolute\s+|new\s+)?favou?rite\s+)"
+                        r"(?P<thing>[A-Za-z-]+)")),
         ],
         "birthday": [
-            re.compile(r"(?i:\bmy\s+birthday\s+is\s+(?:on\s+|in\s+)?)(?P<value>[^,.;!?]+)"),
-            re.compile(r"(?i:\bI\s+was\s+born\s+(?:on|in)\s+)(?P<value>[^,.;!?]+)"),
-            re.compile(r"^(?P<value>[^,.;!?]+?)(?i:\s+is\s+my\s+birthday)"),
+            (birthday,
+             re.compile(r"(?i:\bmy\s+birthday\s+is\s+(?:on\s+|in\s+)?)(?P<value>[^,.;!?]+)")),
+            (born,
+             re.compile(r"(?i:\bI\s+was\s+born\s+(?:on|in)\s+)(?P<value>[^,.;!?]+)")),
+            (is_my_birthday,
+             re.compile(r"^(?P<value>[^,.;!?]+?)(?i:\s+is\s+my\s+birthday)")),
         ],
         "my": [
-            re.compile(r"(?i:\bmy\s+(?:new\s+)?)(?P<thing>[a-z][a-z-]+)(?i:\s+(?:is|are)\s+"
-                       r"(?:now\s+)?(?:an?\s+|the\s+)?)(?P<value>[^,.;!?]+)"),
+            (my_our,
+             re.compile(r"(?i:\bmy\s+(?:new\s+)?)(?P<thing>[a-z][a-z-]+)(?i:\s+(?:is|are)\s+"
+                        r"(?:now\s+)?(?:an?\s+|the\s+)?)(?P<value>[^,.;!?]+)")),
         ],
     }
 
@@ -152,7 +182,7 @@ def _slots_of(text: str) -> tuple[Slot, ...]:
     found: list[Slot] = []
     first_person = re.search(r"\b(?:I|I['’](?:m|ve|d|ll)|[Mm]y|[Ww]e|[Ww]e['’](?:re|ve)|[Oo]ur|"
                              r"[Mm]e)\b", text) is not None
-    for kind, gated in _gated_patterns().items():
+    for kind, gated in _patterns().items():
         for gate, pattern in gated:
             if not gate.search(text):
                 continue
@@ -166,31 +196,6 @@ def _slots_of(text: str) -> tuple[Slot, ...]:
     if diet is not None:
         found.append(diet)
     return tuple(found)
-
-
-@functools.cache
-def _gated_patterns() -> dict[str, list[tuple[re.Pattern[str], re.Pattern[str]]]]:
-    """Each pattern with a quick test of a word it cannot match without (the same
-    sub-expression, so the test never says no where the pattern says yes): the decision reads
-    the slots of every candidate fact, and most hold none of these words, so their ~20
-    patterns need not run."""
-    i_we = re.compile(r"(?i:\b(?:i|we)\b)")
-    my_our = re.compile(r"(?i:\b(?:my|our)\b)")
-    gates = {
-        "home": [i_we, i_we, my_our, re.compile(r"(?i:\bhome\b)")],
-        "job": [i_we, re.compile(r"(?i:\b(?:job|role|position|profession|career)\b)"), i_we,
-                re.compile(r"(?i:\b(?:working|being)\b)"), i_we],
-        "employer": [i_we, i_we],
-        "secret": [re.compile(r"(?i:code|password|passcode|pin|passphrase|combination|combo|"
-                              r"passkey)")],
-        "favourite": [re.compile(r"(?i:favou?rite)")] * 2,
-        "birthday": [re.compile(r"(?i:\bbirthday\b)"), re.compile(r"(?i:\bborn\b)"),
-                     re.compile(r"(?i:\s+is\s+my\s+birthday)")],
-        "my": [my_our],
-    }
-    patterns = _patterns()
-    assert {k: len(v) for k, v in gates.items()} == {k: len(v) for k, v in patterns.items()}
-    return {kind: list(zip(gates[kind], patterns[kind])) for kind in patterns}
 
 
 def _group(kind: str) -> str:
