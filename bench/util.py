@@ -276,9 +276,12 @@ def cli_path() -> str:
 
 
 def clean_env(home: Optional[Path] = None) -> dict[str, str]:
-    """The environment for CLI runs: no cloud/LLM settings leaking in from the caller."""
+    """The environment for CLI runs: no cloud/LLM settings leaking in from the caller, and
+    Python writing byte code as on a user's machine (this VM sets PYTHONDONTWRITEBYTECODE;
+    the CLI keeps its modules' byte code in one file only where Python writes byte code:
+    cli/code_cache.py)."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TURSO_", "EVOCLAW_"))}
+           if not k.startswith(("TURSO_", "EVOCLAW_")) and k != "PYTHONDONTWRITEBYTECODE"}
     if home is not None:
         env["EVOCLAW_HOME"] = str(home)
     return env

@@ -1,6 +1,6 @@
 """What the memory knows about English words, from lists shipped in the package (data/).
 
-- `zipf(term)`: how common a word is in English (wordfreq's Zipf scale; data/zipf_en.txt.gz,
+- `zipf(term)`: how common a word is in English (wordfreq's Zipf scale; data/zipf_en.tsv,
   made by scripts/build_wordfreq.py). The write-time decision weighs words by it, so "live"
   counts for little beside "Leeds" however young the memory is.
 - `neighbours(term)`: the words used like it (data/neighbours.tsv.gz, made by
@@ -25,7 +25,7 @@ from typing import Optional
 
 INDEX_PREFIX = "# index "
 DATA = Path(__file__).with_name("data")
-ZIPF_FILE = DATA / "zipf_en.txt.gz"
+ZIPF_FILE = DATA / "zipf_en.tsv"
 NEIGHBOURS_FILE = DATA / "neighbours.tsv.gz"
 # Zipf frequency (log10 per billion words) of a word missing from the list: rarer than its
 # cut-off (3.0).
@@ -102,52 +102,53 @@ def indexed_lookup(path: Path, term: str) -> Optional[tuple[str, ...]]:
 
 
 @functools.cache
-def _zipf_table() -> dict[str, float]:
-    """stem -> Zipf frequency, read once."""
-    import gzip
-    table: dict[str, float] = {}
-    for line in gzip.decompress(_read(ZIPF_FILE)).decode("utf-8").splitlines():
-        if not line or line.startswith("#"):
-            continue
-        value, _, stems = line.partition("\t")
-        zipf_value = int(value) / 10
-        for stem in stems.split():
-            table.setdefault(stem, zipf_value)
-    return table
-
-
-# The whole table costs ~10-15 ms to build (19,500 stems); a CLI `retrieve` asks for a dozen
-# query words. So the first ZIPF_LOOKUPS_BEFORE_TABLE words are found in the list's text
-# instead (~0.1 ms each), and the table is built only for a caller that asks for more
-# (the write-time decision over many facts).
-ZIPF_LOOKUPS_BEFORE_TABLE = 64
-
-
-@functools.cache
 def _zipf_text() -> tuple[str, int]:
-    """The list's body with every stem between spaces ("NN<TAB> a b \n"), and where its
-    lines of figures start (after the # header)."""
-    import zlib
-    text = zlib.decompress(_read(ZIPF_FILE), wbits=31).decode("utf-8")
+    """The list's text ("stem<TAB>figure" lines sorted by stem) and where its lines start
+    (after the # notice)."""
+    text = _read(ZIPF_FILE).decode("utf-8")
     body = 0
     while text.startswith("#", body):
         body = text.find("\n", body) + 1 or len(text)
-    return text.replace("\t", "\t ").replace("\n", " \n"), body
+    return text, body
+
+
+@functools.cache
+def _zipf_table() -> dict[str, float]:
+    """stem -> Zipf frequency, read once."""
+    text, body = _zipf_text()
+    table: dict[str, float] = {}
+    for line in text[body:].splitlines():
+        stem, _, value = line.partition("\t")
+        table[stem] = int(value) / 10
+    return table
+
+
+# The whole table costs ~5 ms to build (19,500 stems); a CLI `retrieve` asks for a dozen
+# query words. So the first ZIPF_LOOKUPS_BEFORE_TABLE words are found by bisection in the
+# list's text instead (~20 µs each), and the table is built only for a caller that asks for
+# more (the write-time decision over many facts).
+ZIPF_LOOKUPS_BEFORE_TABLE = 64
 
 
 @functools.lru_cache(maxsize=ZIPF_LOOKUPS_BEFORE_TABLE)
 def _zipf_lookup(term: str) -> float:
-    """What _zipf_table().get(term, UNLISTED_ZIPF) gives, from the list's text: the first
-    line holding the stem (the lines go from common to rare, and the table keeps a stem's
-    first figure)."""
-    if not term or any(c.isspace() for c in term):
-        return UNLISTED_ZIPF                # no stem holds a space
-    text, body = _zipf_text()
-    at = text.find(f" {term} ", body)
-    if at == -1:
-        return UNLISTED_ZIPF
-    start = text.rfind("\n", 0, at) + 1
-    return int(text[start:text.index("\t", start)]) / 10
+    """What _zipf_table().get(term, UNLISTED_ZIPF) gives, by bisection over the lines (sorted
+    by stem, in code point order: Python's string order)."""
+    text, lo = _zipf_text()
+    hi = len(text)                   # lo and hi are always the starts of lines (or the end)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = max(lo, text.rfind("\n", lo, mid) + 1)
+        end = text.find("\n", start)
+        end = len(text) if end == -1 else end
+        stem, _, value = text[start:end].partition("\t")
+        if stem == term:
+            return int(value) / 10
+        if stem < term:
+            lo = end + 1
+        else:
+            hi = start
+    return UNLISTED_ZIPF
 
 
 def zipf(term: str) -> float:

@@ -22,6 +22,9 @@ except ImportError:     # pragma: no cover - a Python built without it
 _CJK = (r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
         r"\uff66-\uff9f")
 _SPACES = re.compile(r"\s+")
+# A word of the first person: a question without one asks nothing about the owner's own
+# attributes (distill.slots.asked_kinds), so lifecycle.attributes loads no slot patterns.
+FIRST_PERSON = re.compile(r"\b(?:I|my|me|we|our|us)\b", re.I)
 _CJK_RANGES = ((0x3040, 0x30ff), (0x3400, 0x4dbf), (0x4e00, 0x9fff), (0xf900, 0xfaff),
                (0xac00, 0xd7af), (0xff66, 0xff9f))      # the ranges of _CJK, as numbers
 

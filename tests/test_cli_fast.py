@@ -273,3 +273,36 @@ def test_the_fast_path_imports_no_click_and_no_network(tmp_path):
     assert not modules & {f"evoclaw_memory.{name}" for name in (
         "lifecycle.cloud_side", "lifecycle.distillation", "store.intake", "store.control",
         "store.proposals", "store.vault")}
+    # Nor (round 4) weakref (a cache kept on the store instead) and zlib (the word-frequency
+    # list is plain text, found by bisection; the Chinese list is searched as bytes).
+    assert not loaded & {"weakref", "zlib"}
+
+
+def test_an_owner_in_another_zone_than_the_devices_costs_no_zoneinfo(tmp_path):
+    """Issue 29, round 4: MEMORY.md shows events on the owner's days; for a zone other than
+    the device's, its tz file is read as zoneinfo reads it (evoclaw_memory.tzfile), so a
+    per-turn `context` loads neither zoneinfo nor sysconfig, and shows zoneinfo's day."""
+    home = tmp_path / "home"
+    zone = "Pacific/Kiritimati"                         # UTC+14: not this device's zone
+    code = ("import sys\n"
+            "from evoclaw_memory.memory import Memory\n"
+            f"mem = Memory.open(agent_id='default', home={str(home)!r})\n"
+            f"mem.update_hot('owner_profile', {{'timezone': {zone!r}}})\n"
+            "mem.update_hot('event', {'text': 'dinner with Aiko', 'timestamp': 1764777000})\n"
+            "mem.close()\n"
+            "for name in [m for m in sys.modules if m.startswith(('zoneinfo', 'sysconfig'))]:\n"
+            "    del sys.modules[name]\n"
+            "from evoclaw_memory.cli.main import main\n"
+            "try:\n"
+            f"    main(['--home', {str(home)!r}, 'context', 'dinner'])\n"
+            "except SystemExit as exc:\n"
+            "    assert exc.code == 0, exc.code\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('zoneinfo', 'sysconfig'))))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_env(home), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[]"
+    import datetime as dt
+    import zoneinfo
+    day = dt.datetime.fromtimestamp(1764777000, zoneinfo.ZoneInfo(zone)).strftime("%Y-%m-%d")
+    assert f"- {day} dinner with Aiko" in proc.stdout

@@ -2,8 +2,8 @@
 click-free `cli.plain` (which imports no cli module), command modules that import only
 `cli.common` (never each other), `cli.root` (the click group) that imports the command
 modules to register them, `cli.fast` (the click-free per-turn path) that imports only
-`cli.plain`, `cli.relay` and `cli.regex_cache` (which imports no cli module), and `cli.main`
-over relay, fast and root; so there is no import circle. The relay's two sides: `cli.relay`
+`cli.plain`, `cli.relay`, `cli.regex_cache` and `cli.code_cache` (which import no cli
+module), and `cli.main` over relay, fast and root; so there is no import circle. The relay's two sides: `cli.relay`
 (the caller's, imported first by main) imports no cli module; `cli.relay_server` (serve's)
 imports fast, plain and relay, and only `agent` (the `serve` command) imports it."""
 
@@ -20,7 +20,7 @@ SHARED = "common"
 PLAIN = "plain"
 # The modules that are neither the helpers nor a command module.
 NOT_COMMANDS = {"__init__", "__main__", "main", "root", "fast", "relay", "relay_server", PLAIN,
-                SHARED, "regex_cache"}
+                SHARED, "regex_cache", "code_cache"}
 LINE_LIMIT = 600
 
 
@@ -60,9 +60,10 @@ def test_common_imports_only_plain_and_plain_no_cli_module():
     assert cli_imports(modules()[PLAIN]) == set()
 
 
-def test_the_fast_path_imports_only_plain_the_relay_client_and_the_regex_cache():
-    assert cli_imports(modules()["fast"]) == {PLAIN, "relay", "regex_cache"}
+def test_the_fast_path_imports_only_plain_the_relay_client_and_the_two_caches():
+    assert cli_imports(modules()["fast"]) == {PLAIN, "relay", "regex_cache", "code_cache"}
     assert cli_imports(modules()["regex_cache"]) == set()
+    assert cli_imports(modules()["code_cache"]) == set()
 
 
 def test_the_relay_client_imports_no_cli_module_and_its_server_only_the_fast_path():

@@ -12,8 +12,9 @@ click would reject (its error message is click's to write), a terminal on stdin 
 each form through both paths and compares them.
 
 This module imports only cli.plain (no click) and the library lazily through it, cli.relay
-for the one question both paths must answer alike (relay.fast_output), and cli.regex_cache
-(the library's compiled patterns, kept between runs).
+for the one question both paths must answer alike (relay.fast_output), cli.regex_cache
+(the library's compiled patterns, kept between runs) and cli.code_cache (the byte code of
+the library's modules, kept in one file).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import stat
 import sys
 from typing import Any, Optional
 
-from evoclaw_memory.cli import plain, regex_cache, relay
+from evoclaw_memory.cli import code_cache, plain, regex_cache, relay
 
 # What a flag takes: a value, a value that may repeat, nothing (a flag), or two values.
 VALUE, MULTI, FLAG, PAIR = "value", "multi", "flag", "pair"
@@ -73,6 +74,7 @@ def run(argv: list[str], hard_exit: bool = False) -> None:
         import gc
         gc.disable()
     patterns = regex_cache.load()
+    modules = code_cache.load()
     _import_msgspec_lean()
     try:
         call(st, plain.echo)
@@ -83,6 +85,7 @@ def run(argv: list[str], hard_exit: bool = False) -> None:
         status = plain.report(exc, st.json, plain.echo)
     _flush()
     regex_cache.save(patterns)      # after the output: only a run that compiled one waits
+    code_cache.save(modules)        # the same: only a run that imported a module not kept
     _end(status, hard_exit)
 
 

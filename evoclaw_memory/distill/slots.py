@@ -22,7 +22,7 @@ import functools
 import re
 from typing import NamedTuple
 
-from evoclaw_memory.text import STEMMED_STOPWORDS, stem, tokens
+from evoclaw_memory.text import FIRST_PERSON, STEMMED_STOPWORDS, stem, tokens
 
 
 class Slot(NamedTuple):
@@ -349,7 +349,7 @@ _SOMEONE_ELSE = re.compile(
 
 def asked_kinds(question: str) -> list[str]:
     """The one-valued attributes of the owner a question asks about (often none)."""
-    if _SOMEONE_ELSE.search(question) or not re.search(r"\b(?:I|my|me|we|our|us)\b", question, re.I):
+    if _SOMEONE_ELSE.search(question) or not FIRST_PERSON.search(question):
         return []
     return [kind for kind, pattern in _ASKED.items() if pattern.search(question)]
 

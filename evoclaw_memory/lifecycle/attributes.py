@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evoclaw_memory.distill.slots import asked_kinds, frame_query_terms, slots_of
 from evoclaw_memory.english import neighbours
-from evoclaw_memory.text import fts_phrase, query_terms
+from evoclaw_memory.text import FIRST_PERSON, fts_phrase, query_terms
 
 if TYPE_CHECKING:
     from evoclaw_memory.store.local import LocalStore
@@ -27,6 +26,9 @@ FAVOURITES = 3      # favourite things returned when the question names none of 
 
 def attribute_fact_ids(store: "LocalStore", question: str) -> list[str]:
     """Ids of the live owner facts stating what `question` asks about, newest first."""
+    if not FIRST_PERSON.search(question):
+        return []       # asked_kinds says none; most queries, and slots costs ~0.7 ms to load
+    from evoclaw_memory.distill.slots import asked_kinds, frame_query_terms, slots_of
     found: list[str] = []
     for kind in asked_kinds(question):
         terms = frame_query_terms(kind)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import time
-import weakref
 from typing import Optional
 
 from evoclaw_memory import english
@@ -89,9 +88,6 @@ class _Corpus:
     def __init__(self) -> None:
         self.rows = 0
         self.common: dict[str, int] = {}
-
-
-_CORPORA: "weakref.WeakKeyDictionary[LocalStore, _Corpus]" = weakref.WeakKeyDictionary()
 
 
 class _Candidate:
@@ -317,9 +313,9 @@ class Retriever:
 
     def _frequencies(self, terms: list[str], rows: int) -> dict[str, int]:
         """Facts holding each term: exact for rare words, cached estimates for common ones."""
-        corpus = _CORPORA.get(self.store)
-        if corpus is None:
-            corpus = _CORPORA[self.store] = _Corpus()
+        corpus = self.store.corpus_cache
+        if not isinstance(corpus, _Corpus):
+            corpus = self.store.corpus_cache = _Corpus()
         if abs(rows - corpus.rows) > DF_REFRESH * max(corpus.rows, 1):
             corpus.rows, corpus.common = rows, {}
         common = corpus.common

@@ -60,6 +60,10 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         self.link_cursor_written = False            # kv written by us at least once
         self.entity_cache: Any = None               # store.entities.EntityCache, when loaded
         self.entity_cache_uses = 0
+        # retrieval's counts of common words (retriever._Corpus), kept with the store they
+        # count: a WeakKeyDictionary in retrieval did the same, and weakref costs ~0.6 ms of
+        # every CLI start.
+        self.corpus_cache: Any = None
 
     def close(self) -> None:
         self.save_link_cursor()

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 import msgspec
 
-from evoclaw_memory import validate
+from evoclaw_memory import tzfile, validate
 from evoclaw_memory.errors import NoPendingTask, ValidationError
 from evoclaw_memory.limits import (HOT_MAX_BYTES, HOT_MAX_EVENTS, HOT_MAX_LESSONS, HOT_MAX_PENDING_TASKS,
                      HOT_MAX_PROJECTS)
@@ -255,9 +255,12 @@ def owner_zone(state: HotState) -> Optional[dt.tzinfo]:
     if isinstance(name, str) and 0 < len(name) <= 64:
         if name == _device_zone_name():
             return None         # the device's own zone: the same days, without zoneinfo
+        zone = tzfile.system_zone(name)     # its tz file, read as zoneinfo reads it
+        if zone is not None:
+            return zone
         try:
-            # Imported here: zoneinfo loads sysconfig (~2 ms of a CLI run), and only an
-            # owner in another zone than the device's needs it.
+            # Imported here: zoneinfo loads sysconfig and weakref (~2.7 ms of a CLI run),
+            # and only a zone tzfile could not read needs it.
             from zoneinfo import ZoneInfo
             return ZoneInfo(name)
         except (KeyError, ValueError, OSError, ImportError):   # no zone by that name here
