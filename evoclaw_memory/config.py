@@ -2,15 +2,17 @@
 
 The file is `$EVOCLAW_HOME/config.toml` (or the path given). Secrets (cloud token, LLM key)
 are kept out of every rendering of the config: `redacted()` is what `config show` prints.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations`: msgspec would compile each of Config's annotations
+on every start-up (see models.py).
+"""
 
 import os
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any
 
 import msgspec
 
@@ -83,19 +85,19 @@ class Config(msgspec.Struct, kw_only=True):
 
     home: str
     agent_id: str = "default"
-    workspace: Optional[str] = None      # default: <home>/agents/<agent_id>/workspace
-    memory_md: Optional[str] = None      # default: <workspace>/MEMORY.md
+    workspace: str | None = None      # default: <home>/agents/<agent_id>/workspace
+    memory_md: str | None = None      # default: <workspace>/MEMORY.md
     decay_days: float = 30.0
     access_boost: float = 0.1
     warm_max_bytes: int = 50 * 1024
     warm_retention_days: float = 30.0
     cold_retention_days: float = 3650.0
     vault_max_bytes: int = 8 * 1024       # pinned facts: their own cap, apart from warm's
-    cloud_url: Optional[str] = None
-    cloud_token: Optional[str] = None
-    llm_base_url: Optional[str] = None
-    llm_model: Optional[str] = None
-    llm_api_key: Optional[str] = None
+    cloud_url: str | None = None
+    cloud_token: str | None = None
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
     llm_timeout: float = 20.0
     # "auto": end-to-end encryption for a network cloud (Turso/sqld), none for a local file.
     encryption: str = "auto"
@@ -103,7 +105,7 @@ class Config(msgspec.Struct, kw_only=True):
     # read from a file): "the cloud URL from config.toml is unusable ('htps://x' has an
     # unsupported scheme (htps://))". The memory still works locally (offline first); only
     # what needs the cloud fails, through require_cloud().
-    cloud_url_problem: Optional[str] = None
+    cloud_url_problem: str | None = None
 
     def __repr__(self) -> str:  # never leak a secret through a repr in a traceback or log
         return f"Config({self.redacted()!r})"
@@ -139,7 +141,7 @@ class Config(msgspec.Struct, kw_only=True):
         if self.cloud_url_problem:
             raise ConfigError(f"{self.cloud_url_problem}: use {CLOUD_FORMS}")
 
-    def cloud_warning(self) -> Optional[str]:
+    def cloud_warning(self) -> str | None:
         """The one line a local command prints when the cloud URL is unusable, or None."""
         if not self.cloud_url_problem:
             return None
@@ -234,7 +236,7 @@ def warn_unusable_cloud(config: Config) -> None:
         warnings.warn(text, UnusableCloudWarning, stacklevel=3)
 
 
-def _cloud_url_problem(url: str, source: Optional[str]) -> Optional[str]:
+def _cloud_url_problem(url: str, source: str | None) -> str | None:
     """None for a usable cloud URL, else why not and where it came from. Not an error here:
     an offline-first memory keeps working locally on a sync setting it cannot use."""
     try:
@@ -248,8 +250,8 @@ def _cloud_url_problem(url: str, source: Optional[str]) -> Optional[str]:
     return None
 
 
-def load_config(home: Optional[Path | str] = None, agent_id: Optional[str] = None,
-                env: Optional[Mapping[str, str]] = None, config_path: Optional[Path] = None,
+def load_config(home: Path | str | None = None, agent_id: str | None = None,
+                env: Mapping[str, str] | None = None, config_path: Path | None = None,
                 **overrides: Any) -> Config:
     """Build the Config: defaults, then the TOML file, then environment, then arguments."""
     env = os.environ if env is None else env

@@ -1,4 +1,5 @@
-"""Build evoclaw_memory/retrieval/data/crosslang.tsv: a small general Chinese-English word list.
+"""Build evoclaw_memory/retrieval/data/crosslang.tsv: a small general Chinese-English word list
+(and crosslang_words.tsv beside it: its gloss words' index, crosslang.word_index).
 
     python scripts/build_crosslang.py CEDICT_LINES JIEBA_DICT [--top 6000]
 
@@ -22,7 +23,12 @@ from __future__ import annotations
 import argparse
 import pickle
 import re
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from evoclaw_memory.retrieval.crosslang import word_index  # noqa: E402
 
 _ENTRY = re.compile(r"^(\S+) (\S+) \[[^\]]*\] /(.*)/\s*$")
 _HAN = re.compile(r"^[\u4e00-\u9fff]{2,4}$")
@@ -85,7 +91,10 @@ def main() -> None:
               f"# the {args.top} most frequent 2-4 character words by jieba's word frequencies; "
               "this file is under CC BY-SA 4.0.\n")
     args.out.write_text(header + "\n".join(lines) + "\n", encoding="utf-8")
-    print(f"{len(lines)} words -> {args.out}")
+    # The index of its gloss words an English query is looked up in (retrieval/crosslang.py).
+    words = args.out.with_name("crosslang_words.tsv")
+    words.write_text(word_index(args.out.read_bytes()), encoding="utf-8", newline="\n")
+    print(f"{len(lines)} words -> {args.out}, {words.name}")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@ click-free `cli.plain` (which imports no cli module), command modules that impor
 `cli.common` (never each other), `cli.root` (the click group) that imports the command
 modules to register them, `cli.fast` (the click-free per-turn path) that imports only
 `cli.plain`, `cli.relay`, `cli.regex_cache` and `cli.code_cache` (which import no cli
-module), and `cli.main` over relay, fast and root; so there is no import circle. The relay's two sides: `cli.relay`
-(the caller's, imported first by main) imports no cli module; `cli.relay_server` (serve's)
-imports fast, plain and relay, and only `agent` (the `serve` command) imports it."""
+module), and `cli.main` over relay, fast and root; so there is no import circle. The
+relay's two sides: `cli.relay` (the caller's, imported first by main) imports no cli
+module; `cli.relay_server` (serve's) imports fast, plain and relay, and only `agent` (the
+`serve` command) imports it."""
 
 from __future__ import annotations
 

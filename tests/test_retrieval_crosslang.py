@@ -121,3 +121,13 @@ def test_an_english_word_is_looked_up_without_building_the_index():
     q = "should I cook lamb for Lily?"
     assert crosslang.translations(q, query_terms(q))           # and translations use it
     assert crosslang._lexicon.cache_info().currsize == 0
+
+
+def test_the_shipped_word_index_is_the_one_derived_from_the_shipped_list():
+    """data/crosslang_words.tsv is derived (crosslang.word_index): a list edited without
+    remaking it would send _glossed_by to the wrong lines."""
+    data = resources.files("evoclaw_memory.retrieval").joinpath("data")
+    raw = data.joinpath("crosslang.tsv").read_bytes()
+    shipped = data.joinpath("crosslang_words.tsv").read_text(encoding="utf-8")
+    assert shipped == crosslang.word_index(raw)
+    assert "CC BY-SA 4.0" in shipped[:400]

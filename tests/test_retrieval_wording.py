@@ -37,6 +37,11 @@ def test_stems_never_become_stopwords_and_short_words_stay():
     assert tokens("notes need speed") == ["note", "need", "speed"]
 
 
+def test_the_spelled_out_stemmed_stopwords_are_the_stopwords_and_their_stems():
+    from evoclaw_memory.text import STEMMED_STOPWORDS, STOPWORDS
+    assert STEMMED_STOPWORDS == STOPWORDS | {stem(w) for w in STOPWORDS}
+
+
 def test_dance_finds_dancing_and_allergy_finds_allergic(mem):
     dancing = mem.remember("Dancing is my passion since school", category="owner/hobbies")
     allergic = mem.remember("Luna is allergic to peanuts", category="health/allergies")

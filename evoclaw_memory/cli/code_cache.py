@@ -123,7 +123,8 @@ class Loaded:
 
 def load(path: Optional[str] = None) -> Loaded:
     """Put the finder first on sys.meta_path when the file (`path`, default: beside the byte
-    code) is valid here; never raises."""
+    code) is valid here (one finder at most: an earlier one is taken off); never raises."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
     before = frozenset(_package_modules())
     try:
         return Loaded(_load(path or _cache_path()), before)
@@ -167,15 +168,20 @@ def _read(path: str) -> tuple[Any, dict]:
     return stamp, entries
 
 
+def unload(loaded: Loaded) -> None:
+    """Take the finder off sys.meta_path: later imports are Python's own."""
+    if loaded.finder is not None and loaded.finder in sys.meta_path:
+        sys.meta_path.remove(loaded.finder)
+
+
 def save(loaded: Loaded, path: Optional[str] = None) -> None:
     """Take the finder off sys.meta_path (a later import in this process is Python's own),
     and write the file again when this run imported a module of the package the file does
     not hold (or holds stale); never raises (a folder that cannot be written keeps things as
     they are: imported as always)."""
     try:
+        unload(loaded)
         finder = loaded.finder
-        if finder is not None and finder in sys.meta_path:
-            sys.meta_path.remove(finder)
         if sys.dont_write_bytecode:
             return          # PYTHONDONTWRITEBYTECODE / -B: no byte code written, this neither
         kept = finder.entries if finder else {}

@@ -15,7 +15,9 @@ migration, and a fact holding the query's own word never needs it.
 Every CLI `retrieve` and `context` is a fresh process, and indexing the whole list costs
 ~15 ms (stemming 6,000 glosses), more than the rest of the query. So an English query does
 not build it: each query word is looked up only in the lines that can gloss it
-(`_glossed_by`); the full index is built for a Chinese query, which needs all of it.
+(`_glossed_by`), found through data/crosslang_words.tsv (every gloss word, sorted, with the
+byte offsets of its lines; `word_index` derives it from the list, and a test checks the
+shipped one is that); the full index is built for a Chinese query, which needs all of it.
 """
 
 from __future__ import annotations
@@ -76,24 +78,15 @@ def _glossed_by(term: str) -> list[str]:
     """`_lexicon().en_zh.get(term, [])` without building the index: the same words, from
     the only lines that can hold `term`. stem() keeps a prefix of its word and adds at most
     a "y" (allergies, allergic -> allerg+y; tried -> tr+y), so a word that stems to `term`
-    starts with `term` (without a final y): the lines are found by that substring after a
-    tab or a space, in file order."""
+    starts with `term` (without a final y): the lines are those holding a gloss word that
+    starts with that, read in file order."""
     if _lexicon.cache_info().currsize:
         return _lexicon().en_zh.get(term, [])
     if term in STEMMED_STOPWORDS:
         return []                   # the index leaves stopwords out
-    # In UTF-8 a word's bytes occur in a line's bytes where the word occurs in its text, and
-    # the tab, space and newline bytes never occur inside another character's.
     data = _raw()
-    head = (term[:-1] if term.endswith("y") else term).encode("utf-8")
-    starts: set[int] = set()
-    for sep in (b"\t", b" "):
-        at = data.find(sep + head)
-        while at != -1:
-            starts.add(data.rfind(b"\n", 0, at) + 1)
-            at = data.find(sep + head, at + 1)
     found: list[str] = []
-    for start in sorted(starts):
+    for start in _lines_with_word_starting(term[:-1] if term.endswith("y") else term):
         end = data.find(b"\n", start)
         zh, stems = _entry(data[start:end if end != -1 else len(data)].decode("utf-8"))
         if term in stems:
@@ -101,6 +94,71 @@ def _glossed_by(term: str) -> list[str]:
             if len(found) == ZH_PER_WORD:
                 break
     return found
+
+
+def word_index(raw: bytes) -> str:
+    """data/crosslang_words.tsv for the list `raw`: each gloss word (the words after a
+    line's tab), sorted, with the byte offsets of the lines holding it, in file order:
+    "word<TAB>offset offset...". scripts/build_crosslang.py writes it beside the list."""
+    lines: dict[str, list[int]] = {}
+    at = 0
+    for line in raw.split(b"\n"):
+        if line and not line.startswith(b"#"):
+            for word in line.partition(b"\t")[2].decode("utf-8").split(" "):
+                if word and at not in lines.setdefault(word, []):
+                    lines[word].append(at)
+        at += len(line) + 1
+    return WORDS_HEADER + "".join(f"{word}\t{' '.join(map(str, lines[word]))}\n"
+                                  for word in sorted(lines))
+
+
+WORDS_HEADER = ("# The gloss words of crosslang.tsv, sorted, each with the byte offsets of its "
+                "lines there\n# (evoclaw_memory.retrieval.crosslang.word_index, written by "
+                "scripts/build_crosslang.py);\n# derived from CC-CEDICT like that list, and "
+                "under the same licence, CC BY-SA 4.0.\n")
+
+
+@functools.cache
+def _words() -> tuple[str, int]:
+    """The word index's text and where its lines start (after the # header)."""
+    plain = Path(__file__).parent / "data" / "crosslang_words.tsv"
+    if plain.is_file():
+        text = plain.read_text(encoding="utf-8")
+    else:
+        from importlib import resources
+        text = (resources.files(__package__) / "data" / "crosslang_words.tsv").read_text(
+            encoding="utf-8")
+    body = 0
+    while text.startswith("#", body):
+        body = text.find("\n", body) + 1 or len(text)
+    return text, body
+
+
+def _lines_with_word_starting(head: str) -> list[int]:
+    """Byte offsets (in file order) of the list's lines holding a gloss word that starts
+    with `head`: the words from the first one >= `head` (bisection over the sorted index's
+    lines), while they start with it."""
+    if not head or "\n" in head or "\t" in head:
+        return []
+    text, lo = _words()
+    hi = len(text)                  # lo and hi: always the starts of lines (or the end)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = max(lo, text.rfind("\n", lo, mid) + 1)
+        end = text.find("\n", start)
+        if text[start:text.index("\t", start)] < head:
+            lo = end + 1
+        else:
+            hi = start
+    offsets: set[int] = set()
+    while lo < len(text):
+        end = text.find("\n", lo)
+        word, _, where = text[lo:end].partition("\t")
+        if not word.startswith(head):
+            break
+        offsets.update(map(int, where.split()))
+        lo = end + 1
+    return sorted(offsets)
 
 
 def chinese_words(text: str) -> list[str]:
