@@ -11,12 +11,6 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
-
-try:        # BLAKE2 without loading OpenSSL through hashlib: every CLI call pays that import
-    from _blake2 import blake2b
-except ImportError:     # pragma: no cover - a Python built without it
-    from hashlib import blake2b
 
 # CJK ideographs, kana, hangul, fullwidth forms: scripts written without spaces.
 _CJK = (r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -148,6 +142,7 @@ def _tokens(text: str) -> tuple[str, ...]:
         return tuple(map(_ascii_word_token, words))
     out: list[str] = []
     word_tokens = _word_tokens
+    import unicodedata              # here: ASCII text (most of it) never needs it
     for word in _scripts().word.findall(unicodedata.normalize("NFKC", text).lower()):
         out.extend(word_tokens(word))
     return tuple(out)
@@ -205,7 +200,18 @@ def key_digest(key: str) -> str:
     Full keys averaged ~90 bytes an index entry, and remember() inserts one at a random place
     in that index on every call; 16 characters keep the index ~5x smaller. The store confirms
     a digest match against the fact's own text, so a collision cannot merge two facts."""
-    return blake2b(key.encode(), digest_size=8).hexdigest()
+    return _blake2b()(key.encode(), digest_size=8).hexdigest()
+
+
+@functools.cache
+def _blake2b():
+    """BLAKE2b, loaded on first use (only a write needs it: ~0.15 ms of every other CLI run),
+    without OpenSSL (hashlib's import)."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:     # pragma: no cover - a Python built without it
+        from hashlib import blake2b
+    return blake2b
 
 
 def key_and_body(text: str, category: str, extra: str = "") -> tuple[str, str]:

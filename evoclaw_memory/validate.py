@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import unicodedata
 from typing import Any, Optional
 
 from evoclaw_memory.errors import NestingError, ValidationError
@@ -201,6 +200,7 @@ def metadata(value: Any) -> Optional[Metadata]:
 
 
 def _scripts(segment: str) -> set[str]:
+    import unicodedata      # loaded where used: a `retrieve` or `hot` run never needs it
     return {script for ch in segment if ch.isalpha()
             for script in (unicodedata.name(ch, "").split(" ")[0],)
             if script in _CONFUSABLE_SCRIPTS}
@@ -221,6 +221,7 @@ def category(value: Any) -> str:
 def _category(value: str) -> str:
     # Cached: a restore decodes 100k rows filed under a few dozen paths.
     text("category path", value)
+    import unicodedata
     clean = unicodedata.normalize("NFKC", value).strip().lower()
     segments = clean.split("/")
     # fullmatch, not match with "$": "$" also matches before a trailing newline.
@@ -468,6 +469,7 @@ def entity_name(value: Any, name: str = "entity name") -> str:
         raise ValidationError(f"{name} is empty")
     if len(value) > ENTITY_NAME_MAX:
         raise ValidationError(f"{name} is {len(value)} characters; the limit is {ENTITY_NAME_MAX}")
+    import unicodedata
     if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in value):
         raise ValidationError(f"{name} contains a control character")
     return value

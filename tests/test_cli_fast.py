@@ -306,3 +306,34 @@ def test_an_owner_in_another_zone_than_the_devices_costs_no_zoneinfo(tmp_path):
     import zoneinfo
     day = dt.datetime.fromtimestamp(1764777000, zoneinfo.ZoneInfo(zone)).strftime("%Y-%m-%d")
     assert f"- {day} dinner with Aiko" in proc.stdout
+
+
+def test_reading_commands_load_nothing_only_a_write_or_other_text_needs(tmp_path):
+    """Issue 29, round 4: `retrieve`, `context` and `hot` over ASCII facts load neither
+    BLAKE2 (a write's duplicate key), unicodedata (non-ASCII text, a category to check),
+    bisect (the member-indexed word lists) nor tzfile (an owner in another zone)."""
+    home = tmp_path / "home"
+    setup = ("from evoclaw_memory.memory import Memory\n"
+             f"mem = Memory.open(agent_id='default', home={str(home)!r})\n"
+             "mem.remember('The garden hose hangs in the shed', category='home/garden')\n"
+             "mem.remember('Tea with Priya on Sunday at noon', category='people/priya')\n"
+             "mem.close()\n")
+    subprocess.run([sys.executable, "-c", setup], check=True, env=_env(home), timeout=60)
+    code = ("import sys\n"
+            "from evoclaw_memory.cli.main import main\n"
+            "for argv in " + repr([["--home", str(home), "retrieve", "where is the hose"],
+                                  ["--home", str(home), "context", "tea with Priya"],
+                                  ["--home", str(home), "hot"]]) + ":\n"
+            "    try:\n"
+            "        main(argv)\n"
+            "    except SystemExit as exc:\n"
+            "        assert exc.code == 0, exc.code\n"
+            "print(sorted(sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_env(home), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "garden hose" in proc.stdout
+    modules = set(eval(proc.stdout.splitlines()[-1]))
+    assert "evoclaw_memory.memory" in modules                  # it did run
+    assert not modules & {"_blake2", "hashlib", "unicodedata", "bisect",
+                          "evoclaw_memory.tzfile"}
