@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import functools
 import os
 import re
 from typing import Optional
@@ -41,6 +42,13 @@ def system_zone(name: str) -> Optional[dt.tzinfo]:
     """The zone `name` ("Europe/Lisbon") from the system's tz files, or None (see above)."""
     if "PYTHONTZPATH" in os.environ or not _KEY.fullmatch(name) or len(name) > 255:
         return None
+    return _read_zone(name)
+
+
+@functools.lru_cache(maxsize=16)
+def _read_zone(name: str) -> Optional[dt.tzinfo]:
+    """Read once per process (~0.2 ms), as ZoneInfo(name) caches its zones: a long-running
+    `serve` renders MEMORY.md at every hot-memory change."""
     for folder in SEARCH:
         try:
             with open(os.path.join(folder, name), "rb") as f:

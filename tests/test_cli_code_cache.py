@@ -104,3 +104,20 @@ def test_nothing_is_written_where_python_writes_no_byte_code(tmp_path):
     path = tmp_path / "modules.marshal"
     assert _run(str(path), bytecode=False) == ["False", "0"]
     assert not path.exists()
+
+
+def test_a_place_it_cannot_write_costs_no_work(tmp_path, monkeypatch):
+    """A read-only install (a system site-packages, another user's): `save` gives up before
+    reading the modules' code it could not keep (a run would otherwise pay that every time).
+    As root every folder is writable, so the refusal is simulated at os.access."""
+    import evoclaw_memory.memory  # noqa: F401 - package modules for save() to consider
+    monkeypatch.setattr(code_cache.sys, "dont_write_bytecode", False)
+    read: list[str] = []
+    monkeypatch.setattr(code_cache, "_entry", lambda name: read.append(name))
+    target = tmp_path / "pycache" / "modules.marshal"
+    monkeypatch.setattr(code_cache.os, "access", lambda path, mode: False)
+    code_cache.save(code_cache.Loaded(None, frozenset()), str(target))
+    assert read == [] and not target.exists()
+    monkeypatch.setattr(code_cache.os, "access", lambda path, mode: True)
+    code_cache.save(code_cache.Loaded(None, frozenset()), str(target))
+    assert "evoclaw_memory.memory" in read and target.exists()     # writable: it does

@@ -70,3 +70,22 @@ def test_an_unwritable_place_is_no_error(tmp_path):
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     _run(_SAVE, str(blocked / "regex.marshal"), "x")       # save never raises
+
+
+def test_a_place_it_cannot_write_costs_no_work(tmp_path, monkeypatch):
+    """A read-only install: `save` gives up before finding the patterns it could not keep
+    (~10 ms that every run would pay). As root every folder is writable, so the refusal is
+    simulated at os.access."""
+    import re
+
+    from evoclaw_memory.cli import regex_cache
+    re.compile("a pattern of this test, x+y")      # something new in re's cache
+    looked: list = []
+    monkeypatch.setattr(regex_cache, "_held_patterns", lambda modules: looked.append(1) or set())
+    target = tmp_path / "pycache" / "regex.marshal"
+    monkeypatch.setattr(regex_cache.os, "access", lambda path, mode: False)
+    regex_cache.save(regex_cache.Loaded(), str(target))
+    assert looked == [] and not target.exists()
+    monkeypatch.setattr(regex_cache.os, "access", lambda path, mode: True)
+    regex_cache.save(regex_cache.Loaded(), str(target))
+    assert looked == [1] and target.exists()

@@ -30,6 +30,8 @@ import types
 from _frozen_importlib import ModuleSpec                    # importlib.machinery's own
 from _frozen_importlib_external import SourceFileLoader
 
+from evoclaw_memory.cli.regex_cache import writable_place
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
@@ -184,6 +186,9 @@ def save(loaded: Loaded, path: Optional[str] = None) -> None:
         finder = loaded.finder
         if sys.dont_write_bytecode:
             return          # PYTHONDONTWRITEBYTECODE / -B: no byte code written, this neither
+        path = path or _cache_path()
+        if path is None or not writable_place(path):
+            return          # a read-only install: not worth reading 45 modules' code each run
         kept = finder.entries if finder else {}
         served = finder.served if finder else set()
         fresh = [name for name in _package_modules()
@@ -197,9 +202,10 @@ def save(loaded: Loaded, path: Optional[str] = None) -> None:
                 entries[name] = entry
             else:
                 entries.pop(name, None)
-        _write(entries, path or _cache_path())
+        _write(entries, path)
     except Exception:
         pass
+
 
 
 def _package_modules() -> list[str]:

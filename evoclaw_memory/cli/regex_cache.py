@@ -116,6 +116,9 @@ def save(loaded: Loaded, path: Optional[str] = None) -> None:
         modules = _kept_modules()
         if cache is None or modules <= loaded.modules:
             return          # the usual run: every module imported had its patterns kept
+        path = path or _cache_path()
+        if path is None or not writable_place(path):
+            return          # a read-only install: finding the patterns (~10 ms) for nothing
         held = _held_patterns(modules)
         new = {key: pattern for key, pattern in cache.items()
                if id(pattern) in held and key not in loaded.keys}
@@ -125,9 +128,18 @@ def save(loaded: Loaded, path: Optional[str] = None) -> None:
             kept, modules = {}, modules
         else:
             modules = modules | loaded.modules
-        _write({**kept, **new}, modules, path or _cache_path())
+        _write({**kept, **new}, modules, path)
     except Exception:
         pass
+
+
+def writable_place(path: str) -> bool:
+    """Whether the file's folder (or, missing, the nearest folder above it) can be written
+    (cli.code_cache asks it too)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    return os.access(folder, os.W_OK)
 
 
 def _kept_modules() -> frozenset:
