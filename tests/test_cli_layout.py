@@ -64,7 +64,7 @@ def test_common_imports_only_plain_and_plain_no_cli_module():
 def test_the_fast_path_imports_only_plain_the_relay_client_and_the_two_caches():
     assert cli_imports(modules()["fast"]) == {PLAIN, "relay", "regex_cache", "code_cache"}
     assert cli_imports(modules()["regex_cache"]) == set()
-    assert cli_imports(modules()["code_cache"]) == {"regex_cache"}      # writable_place
+    assert cli_imports(modules()["code_cache"]) == {"regex_cache"}   # the cache files' place
 
 
 def test_the_relay_client_imports_no_cli_module_and_its_server_only_the_fast_path():

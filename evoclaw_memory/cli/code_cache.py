@@ -30,7 +30,7 @@ import types
 from _frozen_importlib import ModuleSpec                    # importlib.machinery's own
 from _frozen_importlib_external import SourceFileLoader
 
-from evoclaw_memory.cli.regex_cache import writable_place
+from evoclaw_memory.cli.regex_cache import cache_file, package_dir, replace_file, writable_place
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,15 +48,7 @@ MAX_ENTRIES = 400
 
 
 def _cache_path() -> Optional[str]:
-    """The file, beside the package's byte code; None where Python keeps none."""
-    tag = sys.implementation.cache_tag
-    if tag is None:
-        return None
-    return os.path.join(_package_dir(), "__pycache__", f"modules.{tag}.marshal")
-
-
-def _package_dir() -> str:
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return cache_file("modules")
 
 
 def _stamp() -> tuple:
@@ -143,7 +135,7 @@ def _load(path: Optional[str]) -> Optional[_Finder]:
         return None
     if stamp != _stamp():
         return None
-    finder = _Finder(_package_dir(), entries)
+    finder = _Finder(package_dir(), entries)
     sys.meta_path.insert(0, finder)
     return finder
 
@@ -220,7 +212,7 @@ def _entry(name: str) -> Optional[tuple]:
     if spec is None:
         return None
     origin = spec.origin
-    root = _package_dir()
+    root = package_dir()
     if not isinstance(origin, str) or not origin.endswith(".py") \
             or not isinstance(spec.loader, SourceFileLoader) \
             or os.path.commonpath([root, origin]) != root:
@@ -246,13 +238,4 @@ def _write(entries: dict, path: Optional[str]) -> None:
         blobs.append(blob)
         offset += len(blob)
     head = marshal.dumps((_stamp(), index))
-    data = b"".join([len(head).to_bytes(4, "big"), head, *blobs])
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(temporary, "wb") as f:
-            f.write(data)
-        os.replace(temporary, path)          # readers see the old file or the new, whole
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    replace_file(path, b"".join([len(head).to_bytes(4, "big"), head, *blobs]))

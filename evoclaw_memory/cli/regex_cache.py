@@ -39,12 +39,34 @@ MAX_ENTRIES = 400
 
 
 def _cache_path() -> Optional[str]:
-    """The file, beside the package's byte code; None where Python keeps none."""
+    return cache_file("regex")
+
+
+def package_dir() -> str:
+    """The package's folder (where its modules and their __pycache__ are)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cache_file(kind: str) -> Optional[str]:
+    """The file of one of the CLI's caches (this one, cli.code_cache's), beside the
+    package's byte code; None where Python keeps none."""
     tag = sys.implementation.cache_tag
     if tag is None:
         return None
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.path.join(here, "__pycache__", f"regex.{tag}.marshal")
+    return os.path.join(package_dir(), "__pycache__", f"{kind}.{tag}.marshal")
+
+
+def replace_file(path: str, data: bytes) -> None:
+    """Write a cache file whole: readers see the old file or the new one, never a part."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temporary, "wb") as f:
+            f.write(data)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
 
 
 def _stamp() -> tuple:
@@ -216,13 +238,4 @@ def _write(keep: dict, modules: frozenset, path: Optional[str]) -> None:
         entries.append((("s" if kind is str else "b", pattern, int(flags)), entry))
     if path is None:
         return
-    data = marshal.dumps((_stamp(), tuple(sorted(modules)), entries))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(temporary, "wb") as f:
-            f.write(data)
-        os.replace(temporary, path)          # readers see the old file or the new, whole
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    replace_file(path, marshal.dumps((_stamp(), tuple(sorted(modules)), entries)))
