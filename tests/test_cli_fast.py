@@ -235,14 +235,12 @@ def test_a_fast_run_stores_what_a_click_run_stores(seeded, tmp_path):
     assert "blue tin" in docs[0] and '"importance":0.7' in docs[0]
 
 
-def test_the_fast_path_imports_no_click_and_no_network(tmp_path):
-    home = tmp_path / "home"
+def _run_in_one_process(home, argvs: list[list[str]]) -> tuple[str, set[str]]:
+    """(stdout, every module loaded) of one fresh process running main() on each argv (with
+    --home), each exiting 0."""
     code = ("import sys\n"
             "from evoclaw_memory.cli.main import main\n"
-            "for argv in " + repr([["--home", str(home), "store", "--text", "tea at noon"],
-                                  ["--home", str(home), "retrieve", "x"],
-                                  ["--home", str(home), "context", "tea"],
-                                  ["--home", str(home), "hot"]]) + ":\n"
+            "for argv in " + repr([["--home", str(home), *argv] for argv in argvs]) + ":\n"
             "    try:\n"
             "        main(argv)\n"
             "    except SystemExit as exc:\n"
@@ -251,7 +249,22 @@ def test_the_fast_path_imports_no_click_and_no_network(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=_env(home), timeout=60)
     assert proc.returncode == 0, proc.stderr
-    modules = set(eval(proc.stdout.splitlines()[-1]))
+    return proc.stdout, set(eval(proc.stdout.splitlines()[-1]))
+
+
+def _prepare(home, code: str) -> None:
+    """Run `code` (with `mem`, a Memory on `home`, open) in a process of its own, so that
+    what it imports is not counted against the commands run after it."""
+    setup = ("from evoclaw_memory.memory import Memory\n"
+             f"mem = Memory.open(agent_id='default', home={str(home)!r})\n" + code +
+             "mem.close()\n")
+    subprocess.run([sys.executable, "-c", setup], check=True, env=_env(home), timeout=60)
+
+
+def test_the_fast_path_imports_no_click_and_no_network(tmp_path):
+    home = tmp_path / "home"
+    _, modules = _run_in_one_process(home, [["store", "--text", "tea at noon"],
+                                            ["retrieve", "x"], ["context", "tea"], ["hot"]])
     loaded = {m.split(".")[0] for m in modules}
     assert "evoclaw_memory" in loaded and "sqlite3" in loaded      # it did run
     # msgspec stays: every model (Fact, HotState...) is a msgspec Struct and the rows and
@@ -284,28 +297,16 @@ def test_an_owner_in_another_zone_than_the_devices_costs_no_zoneinfo(tmp_path):
     per-turn `context` loads neither zoneinfo nor sysconfig, and shows zoneinfo's day."""
     home = tmp_path / "home"
     zone = "Pacific/Kiritimati"                         # UTC+14: not this device's zone
-    code = ("import sys\n"
-            "from evoclaw_memory.memory import Memory\n"
-            f"mem = Memory.open(agent_id='default', home={str(home)!r})\n"
-            f"mem.update_hot('owner_profile', {{'timezone': {zone!r}}})\n"
-            "mem.update_hot('event', {'text': 'dinner with Aiko', 'timestamp': 1764777000})\n"
-            "mem.close()\n"
-            "for name in [m for m in sys.modules if m.startswith(('zoneinfo', 'sysconfig'))]:\n"
-            "    del sys.modules[name]\n"
-            "from evoclaw_memory.cli.main import main\n"
-            "try:\n"
-            f"    main(['--home', {str(home)!r}, 'context', 'dinner'])\n"
-            "except SystemExit as exc:\n"
-            "    assert exc.code == 0, exc.code\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('zoneinfo', 'sysconfig'))))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=_env(home), timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[-1] == "[]"
+    _prepare(home, f"mem.update_hot('owner_profile', {{'timezone': {zone!r}}})\n"
+                   "mem.update_hot('event', {'text': 'dinner with Aiko', "
+                   "'timestamp': 1764777000})\n")
+    out, modules = _run_in_one_process(home, [["context", "dinner"]])
+    assert "evoclaw_memory.tiers.hot" in modules                 # it did run
+    assert not any(m.startswith(("zoneinfo", "sysconfig")) for m in modules)
     import datetime as dt
     import zoneinfo
     day = dt.datetime.fromtimestamp(1764777000, zoneinfo.ZoneInfo(zone)).strftime("%Y-%m-%d")
-    assert f"- {day} dinner with Aiko" in proc.stdout
+    assert f"- {day} dinner with Aiko" in out
 
 
 def test_reading_commands_load_nothing_only_a_write_or_other_text_needs(tmp_path):
@@ -313,27 +314,11 @@ def test_reading_commands_load_nothing_only_a_write_or_other_text_needs(tmp_path
     BLAKE2 (a write's duplicate key), unicodedata (non-ASCII text, a category to check),
     bisect (the member-indexed word lists) nor tzfile (an owner in another zone)."""
     home = tmp_path / "home"
-    setup = ("from evoclaw_memory.memory import Memory\n"
-             f"mem = Memory.open(agent_id='default', home={str(home)!r})\n"
-             "mem.remember('The garden hose hangs in the shed', category='home/garden')\n"
-             "mem.remember('Tea with Priya on Sunday at noon', category='people/priya')\n"
-             "mem.close()\n")
-    subprocess.run([sys.executable, "-c", setup], check=True, env=_env(home), timeout=60)
-    code = ("import sys\n"
-            "from evoclaw_memory.cli.main import main\n"
-            "for argv in " + repr([["--home", str(home), "retrieve", "where is the hose"],
-                                  ["--home", str(home), "context", "tea with Priya"],
-                                  ["--home", str(home), "hot"]]) + ":\n"
-            "    try:\n"
-            "        main(argv)\n"
-            "    except SystemExit as exc:\n"
-            "        assert exc.code == 0, exc.code\n"
-            "print(sorted(sys.modules))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=_env(home), timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert "garden hose" in proc.stdout
-    modules = set(eval(proc.stdout.splitlines()[-1]))
+    _prepare(home, "mem.remember('The garden hose hangs in the shed', category='home/garden')\n"
+                   "mem.remember('Tea with Priya on Sunday at noon', category='people/priya')\n")
+    out, modules = _run_in_one_process(home, [["retrieve", "where is the hose"],
+                                              ["context", "tea with Priya"], ["hot"]])
+    assert "garden hose" in out
     assert "evoclaw_memory.memory" in modules                  # it did run
     assert not modules & {"_blake2", "hashlib", "unicodedata", "bisect",
                           "evoclaw_memory.tzfile"}
