@@ -186,19 +186,10 @@ def _per_turn(res: AreaResult, python: str, exe: str, env: dict, runs: int,
     if relayed and served.get("relayed") != 4 * (runs + 3):
         # A command that ran in its own process would make these rows a mix of two paths.
         raise RuntimeError(f"serve ran {served.get('relayed')} of {4 * (runs + 3)} commands")
-    floor_wall = statistics.median(wall["python -c pass"])
-    floor_cpu = statistics.median(cpu["python -c pass"])
     res.data["per_turn_relayed" if relayed else "per_turn"] = {
         k: {"wall": stats(wall[k]), "cpu_median": statistics.median(cpu[k])} for k in cmds}
     if relayed:
-        how = "with `serve` running (relayed to it)"
-        for name in ("store", "retrieve", "context", "hot"):
-            over = statistics.median(wall[name]) - floor_wall
-            over_cpu = statistics.median(cpu[name]) - floor_cpu
-            res.add(f"CLI `{name}`, {how}: median − `python -c pass` median (wall; CPU)",
-                    f"{over * 1000:+.0f} ms; CPU {over_cpu * 1000:+.0f} ms",
-                    f"`{name}` {statistics.median(wall[name]) * 1000:.0f} ms, `python -c pass` "
-                    f"{floor_wall * 1000:.0f} ms", "<= 35 ms", verdict(over <= PER_TURN_TARGET))
+        _over_pass(res, wall, cpu)
     else:
         _over_floor(res, wall, cpu)
     if relayed:
@@ -210,30 +201,54 @@ def _per_turn(res: AreaResult, python: str, exe: str, env: dict, runs: int,
             f"(its heartbeat syncs included), not counted in those rows.")
 
 
+PER_TURN_COMMANDS = ("store", "retrieve", "context", "hot")
+
+
+def _over(wall: dict[str, list[float]], cpu: dict[str, list[float]], name: str,
+          reference: str) -> tuple[float, float, float]:
+    """(wall median, wall over `reference`'s median, CPU over its median) of command `name`,
+    both sides from the same alternating rounds."""
+    import statistics
+    median = statistics.median(wall[name])
+    return (median, median - statistics.median(wall[reference]),
+            statistics.median(cpu[name]) - statistics.median(cpu[reference]))
+
+
+def _over_pass(res: AreaResult, wall: dict[str, list[float]],
+               cpu: dict[str, list[float]]) -> None:
+    """The relayed rows: each command over `python -c pass`, judged against ≤ 35 ms."""
+    import statistics
+    base_wall = statistics.median(wall["python -c pass"])
+    for name in PER_TURN_COMMANDS:
+        median, over, over_cpu = _over(wall, cpu, name, "python -c pass")
+        res.add(f"CLI `{name}`, with `serve` running (relayed to it): median − `python -c pass` "
+                "median (wall; CPU)",
+                f"{over * 1000:+.0f} ms; CPU {over_cpu * 1000:+.0f} ms",
+                f"`{name}` {median * 1000:.0f} ms, `python -c pass` {base_wall * 1000:.0f} ms",
+                "<= 35 ms", verdict(over <= PER_TURN_TARGET))
+
+
 def _over_floor(res: AreaResult, wall: dict[str, list[float]],
                 cpu: dict[str, list[float]]) -> None:
     """The no-serve rows: each command as "floor + N ms", N = its median minus the imports
     floor's median (both from the same alternating rounds), judged against ≤ floor + 20 ms;
     the floor itself as its distance from `python -c pass`."""
     import statistics
-    base_wall, base_cpu = (statistics.median(wall["python -c pass"]),
-                           statistics.median(cpu["python -c pass"]))
-    floor_wall = statistics.median(wall[IMPORT_FLOOR_NAME])
-    floor_cpu = statistics.median(cpu[IMPORT_FLOOR_NAME])
+    base_wall = statistics.median(wall["python -c pass"])
+    floor_wall, floor_over, floor_over_cpu = _over(wall, cpu, IMPORT_FLOOR_NAME, "python -c pass")
     res.add("imports floor: `python -c \"import msgspec, pathlib, sqlite3\"` (msgspec as the CLI "
             "imports it) median − `python -c pass` median (wall; CPU) [no user path: the floor "
             "of the rows below]",
-            f"{(floor_wall - base_wall) * 1000:+.0f} ms; CPU {(floor_cpu - base_cpu) * 1000:+.0f} ms",
+            f"{floor_over * 1000:+.0f} ms; CPU {floor_over_cpu * 1000:+.0f} ms",
             f"floor {floor_wall * 1000:.0f} ms, `python -c pass` {base_wall * 1000:.0f} ms, "
             "alternating with the commands below")
-    for name in ("store", "retrieve", "context", "hot"):
-        over = statistics.median(wall[name]) - floor_wall
-        over_cpu = statistics.median(cpu[name]) - floor_cpu
+    for name in PER_TURN_COMMANDS:
+        median, over, over_cpu = _over(wall, cpu, name, IMPORT_FLOOR_NAME)
         res.add(f"CLI `{name}`, no `serve` running: median − imports floor median (wall; CPU)",
                 f"floor {over * 1000:+.0f} ms; CPU {over_cpu * 1000:+.0f} ms",
-                f"`{name}` {statistics.median(wall[name]) * 1000:.0f} ms, floor "
-                f"{floor_wall * 1000:.0f} ms, `python -c pass` {base_wall * 1000:.0f} ms "
-                f"(`{name}` {(statistics.median(wall[name]) - base_wall) * 1000:+.0f} ms over it)",
+                f"`{name}` {median * 1000:.0f} ms, floor {floor_wall * 1000:.0f} ms, "
+                f"`python -c pass` {base_wall * 1000:.0f} ms "
+                f"(`{name}` {(median - base_wall) * 1000:+.0f} ms over it)",
                 "<= floor + 20 ms", verdict(over <= OVER_FLOOR_TARGET))
 
 
