@@ -101,15 +101,36 @@ def indexed_lookup(path: Path, term: str) -> Optional[tuple[str, ...]]:
     return member(path, i).get(term) if i >= 0 else None
 
 
-@functools.cache
-def _zipf_text() -> tuple[str, int]:
-    """The list's text ("stem<TAB>figure" lines sorted by stem) and where its lines start
-    (after the # notice)."""
-    text = _read(ZIPF_FILE).decode("utf-8")
+def sorted_lines(text: str) -> tuple[str, int]:
+    """A sorted word list's text and where its lines start, after the "#" notice lines."""
     body = 0
     while text.startswith("#", body):
         body = text.find("\n", body) + 1 or len(text)
     return text, body
+
+
+def first_line_from(text: str, body: int, key: str) -> int:
+    """Where the first line whose word (before its tab) is >= `key` starts, by bisection over
+    the lines from `body` (sorted by that word, in code point order: Python's string order);
+    len(text) when there is none. What a fresh process reads a word list with: no parse of
+    the whole list (data/zipf_en.tsv here, retrieval's crosslang_words.tsv)."""
+    lo, hi = body, len(text)        # lo and hi are always the starts of lines (or the end)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = max(lo, text.rfind("\n", lo, mid) + 1)
+        end = text.find("\n", start)
+        end = len(text) if end == -1 else end
+        if text[start:end].partition("\t")[0] < key:
+            lo = end + 1
+        else:
+            hi = start
+    return min(lo, len(text))
+
+
+@functools.cache
+def _zipf_text() -> tuple[str, int]:
+    """The list's text ("stem<TAB>figure" lines sorted by stem) and where its lines start."""
+    return sorted_lines(_read(ZIPF_FILE).decode("utf-8"))
 
 
 @functools.cache
@@ -132,23 +153,13 @@ ZIPF_LOOKUPS_BEFORE_TABLE = 64
 
 @functools.lru_cache(maxsize=ZIPF_LOOKUPS_BEFORE_TABLE)
 def _zipf_lookup(term: str) -> float:
-    """What _zipf_table().get(term, UNLISTED_ZIPF) gives, by bisection over the lines (sorted
-    by stem, in code point order: Python's string order)."""
-    text, lo = _zipf_text()
-    hi = len(text)                   # lo and hi are always the starts of lines (or the end)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        start = max(lo, text.rfind("\n", lo, mid) + 1)
-        end = text.find("\n", start)
-        end = len(text) if end == -1 else end
-        stem, _, value = text[start:end].partition("\t")
-        if stem == term:
-            return int(value) / 10
-        if stem < term:
-            lo = end + 1
-        else:
-            hi = start
-    return UNLISTED_ZIPF
+    """What _zipf_table().get(term, UNLISTED_ZIPF) gives, from the line first_line_from
+    finds."""
+    text, body = _zipf_text()
+    start = first_line_from(text, body, term)
+    end = text.find("\n", start)
+    stem, _, value = text[start:len(text) if end == -1 else end].partition("\t")
+    return int(value) / 10 if stem == term and value else UNLISTED_ZIPF
 
 
 def zipf(term: str) -> float:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from evoclaw_memory.english import first_line_from, sorted_lines
 from evoclaw_memory.text import STEMMED_STOPWORDS, cjk_bigrams, cjk_runs, is_cjk, stem
 
 ZH_PER_WORD = 1         # Chinese words an English word may stand for (the most common ones)
@@ -128,28 +129,17 @@ def _words() -> tuple[str, int]:
         from importlib import resources
         text = (resources.files(__package__) / "data" / "crosslang_words.tsv").read_text(
             encoding="utf-8")
-    body = 0
-    while text.startswith("#", body):
-        body = text.find("\n", body) + 1 or len(text)
-    return text, body
+    return sorted_lines(text)
 
 
 def _lines_with_word_starting(head: str) -> list[int]:
     """Byte offsets (in file order) of the list's lines holding a gloss word that starts
-    with `head`: the words from the first one >= `head` (bisection over the sorted index's
-    lines), while they start with it."""
+    with `head`: the words from the first one >= `head` (english.first_line_from), while
+    they start with it."""
     if not head or "\n" in head or "\t" in head:
         return []
-    text, lo = _words()
-    hi = len(text)                  # lo and hi: always the starts of lines (or the end)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        start = max(lo, text.rfind("\n", lo, mid) + 1)
-        end = text.find("\n", start)
-        if text[start:text.index("\t", start)] < head:
-            lo = end + 1
-        else:
-            hi = start
+    text, body = _words()
+    lo = first_line_from(text, body, head)
     offsets: set[int] = set()
     while lo < len(text):
         end = text.find("\n", lo)
