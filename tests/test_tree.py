@@ -117,3 +117,80 @@ def test_full_parent_absorbs_its_least_used_leaf(mem):
     assert fact.category == "home/garage"
     kids = [n for n in mem.tree if n.path.startswith("home/")]
     assert len(kids) == 10 and mem.get(busy.id).category == "home/room3"
+
+
+def test_compact_size_is_the_bare_level_rendered():
+    """_checked sizes the most compact level without writing it: the count must be the
+    rendered text's, for any names (multi-byte included), depths and counts."""
+    import random
+    from evoclaw_memory.models import TreeNode
+    rng = random.Random(7)
+    words = ["a", "travel", "日本", "café", "x" * 40, "topic-3", "ü"]
+    for _ in range(500):
+        paths = set()
+        for _ in range(rng.randint(0, 50)):
+            parts = [rng.choice(words) + str(rng.randint(0, 3)) for _ in range(rng.randint(1, 4))]
+            paths.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+        nodes = sorted((TreeNode(path=p, description=rng.choice(["", "a note é", "d" * 100]),
+                                 warm_count=rng.choice([0, 1, 10, 99_999, 10**7]),
+                                 cold_count=rng.choice([0, 9, 123_456])) for p in paths),
+                       key=lambda n: n.path)
+        assert tree.compact_size(nodes) == len(tree._render_level(nodes, "bare").encode())
+
+
+def test_tree_rows_in_memory_stay_what_the_table_holds(mem, clock):
+    """store.tree_nodes() serves the rows from memory once read: after merges on a full tree,
+    node edits, a rollback and another connection's commit it must equal a fresh SELECT."""
+    from evoclaw_memory.models import TreeNode
+    from evoclaw_memory.store.local import LocalStore
+
+    def table():
+        return [tuple(r) for r in mem.store.conn.execute(
+            "SELECT path, description, warm_count, cold_count, last_access, created_at "
+            "FROM tree_nodes ORDER BY path")]
+
+    def served():
+        return [(n.path, n.description, n.warm_count, n.cold_count, n.last_access,
+                 n.created_at) for n in mem.store.tree_nodes()]
+
+    for i in range(10):
+        for j in range(4):
+            mem.tree_add(f"t{i}/c{j}")
+    assert served() == table() and mem.store.tree_rows is not None
+    facts = []
+    for k in range(12):                     # every one a new path: leaves merge
+        facts.append(mem.remember(f"fact number {k} about topic {k}", category=f"t{k % 10}/new{k}"))
+        assert served() == table()
+    mem.tree_add("t3/new3", "described now")
+    with mem.store.transaction():
+        mem.store.touch_nodes(["t3", "t3/new3"], 1234)
+        mem.store.adjust_counts("t3/new3", warm=-1000, cold=-1)      # floored at 0, as SQL does
+    mem.forget(facts[3].id)
+    assert served() == table()
+    clock.advance(61)
+    assert mem.tree_prune() and served() == table()
+
+    # A rollback takes back the writes it applied in memory too.
+    first, last = served()[0][0], served()[-1][0]
+    with pytest.raises(RuntimeError):
+        with mem.store.transaction():
+            mem.store.adjust_counts(first, warm=5)
+            mem.store.delete_node(last)
+            assert mem.store.has_node(first) and not mem.store.has_node(last)
+            raise RuntimeError("abandon")
+    assert served() == table() and mem.store.has_node(last)
+
+    # Another connection's commit is seen (PRAGMA data_version), in and out of a transaction.
+    other = LocalStore.open(mem.store.path)
+    try:
+        with other.transaction():
+            other.upsert_node(TreeNode(path="t9/elsewhere", created_at=5.0))
+            other.adjust_counts(first, warm=2)
+        assert served() == table()
+        with other.transaction():
+            other.delete_node("t9/elsewhere")
+        with mem.store.transaction():
+            assert not mem.store.has_node("t9/elsewhere")
+            assert served() == table()
+    finally:
+        other.close()

@@ -245,8 +245,7 @@ def import_jsonl(mem: "OwnerControl", source: Union[str, Path, IO[str]]) -> dict
             if not store.has_node(node.path):
                 mem.trees.ensure_category(node.path, now)
                 if node.description:
-                    store.conn.execute("UPDATE tree_nodes SET description = ? WHERE path = ?",
-                                       (node.description, node.path))
+                    store.set_node_description(node.path, node.description)
         start = store.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
         inserted = store.insert_facts_bulk(rows)
         landed = [r[0] for r in store.conn.execute("SELECT id FROM facts WHERE rowid > ?",

@@ -22,6 +22,7 @@ from evoclaw_memory.store.fulltext import FULLTEXT_BATCH, FullTextMixin
 from evoclaw_memory.store.opening import OpeningMixin
 from evoclaw_memory.store.outbox import OutboxMixin
 from evoclaw_memory.store.rows import FACT_AND_FLAGS, FACT_COLUMNS, encoder, fact_from_row, hot_decoder
+from evoclaw_memory.store.tree_rows import TreeRows
 from evoclaw_memory.text import key_digest, normalized_key
 
 KV_CURSOR = "entities.linked_rowid"     # facts up to this rowid are linked (store.entities)
@@ -64,6 +65,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         # count: a WeakKeyDictionary in retrieval did the same, and weakref costs ~0.6 ms of
         # every CLI start.
         self.corpus_cache: Any = None
+        self.tree_rows: Optional[TreeRows] = None   # tree_nodes once read (store.tree_rows)
 
     def close(self) -> None:
         self.save_link_cursor()
@@ -113,7 +115,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         except BaseException:
             self._warm_total = None        # it may count rows the rollback takes back
             self._last_commit = None
-            self._pending = self.entity_cache = None        # the same
+            self._pending = self.entity_cache = self.tree_rows = None     # the same
             self.link_cursor = self.link_cursor_saved = None
             # SQLite may have rolled back already (disk full, I/O error); a failed COMMIT
             # must not leave the transaction open for the next caller to join.
@@ -298,14 +300,31 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
     # -- tree ----------------------------------------------------------------------------
 
     def tree_nodes(self) -> list[TreeNode]:
-        return [TreeNode(path=r[0], description=r[1], warm_count=r[2], cold_count=r[3],
-                         last_access=r[4], created_at=r[5])
-                for r in self.conn.execute(
-                    "SELECT path, description, warm_count, cold_count, last_access, created_at "
-                    "FROM tree_nodes ORDER BY path")]
+        """The nodes ordered by path, from memory once read (store.tree_rows says why and
+        how they stay exact)."""
+        rows = self._tree_rows()
+        if rows is None:
+            version = self.data_version()
+            rows = self.tree_rows = TreeRows(self.conn.execute(
+                "SELECT path, description, warm_count, cold_count, last_access, created_at "
+                "FROM tree_nodes"), version)
+        return rows.nodes()
+
+    def _tree_rows(self) -> Optional[TreeRows]:
+        """The rows kept in memory, if they still hold (no other connection committed)."""
+        rows = self.tree_rows
+        if rows is not None and rows.version != self.data_version():
+            rows = self.tree_rows = None
+        return rows
 
     def has_node(self, path: str) -> bool:
+        rows = self.tree_rows
+        if rows is not None and self.conn.in_transaction and rows.version == self._txn_version:
+            return path in rows.rows            # no PRAGMA: remember asks on every call
         return self.conn.execute("SELECT 1 FROM tree_nodes WHERE path = ?", (path,)).fetchone() is not None
+
+    # Every write to tree_nodes is one of the methods below, and each applies itself to the
+    # rows in memory as well (a stale copy is dropped at its next read, not mended).
 
     def upsert_node(self, node: TreeNode) -> None:
         self.conn.execute(
@@ -315,17 +334,32 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
             "cold_count = excluded.cold_count, last_access = excluded.last_access",
             (node.path, node.description, node.warm_count, node.cold_count, node.last_access,
              node.created_at))
+        if self.tree_rows is not None:
+            self.tree_rows.upsert(node)
+
+    def set_node_description(self, path: str, description: str) -> None:
+        self.conn.execute("UPDATE tree_nodes SET description = ? WHERE path = ?",
+                          (description, path))
+        if self.tree_rows is not None:
+            self.tree_rows.describe(path, description)
 
     def delete_node(self, path: str) -> None:
         self.conn.execute("DELETE FROM tree_nodes WHERE path = ?", (path,))
+        if self.tree_rows is not None:
+            self.tree_rows.delete(path)
 
     def adjust_counts(self, path: str, warm: int = 0, cold: int = 0) -> None:
         self.conn.execute("UPDATE tree_nodes SET warm_count = max(0, warm_count + ?), "
                           "cold_count = max(0, cold_count + ?) WHERE path = ?", (warm, cold, path))
+        if self.tree_rows is not None:
+            self.tree_rows.adjust_counts(path, warm, cold)
 
     def touch_nodes(self, paths: Iterable[str], now: float) -> None:
+        paths = list(paths)
         self.conn.executemany("UPDATE tree_nodes SET last_access = ? WHERE path = ?",
                               [(now, p) for p in paths])
+        if self.tree_rows is not None:
+            self.tree_rows.touch(paths, now)
 
     def category_counts(self) -> dict[str, tuple[int, int]]:
         """(warm, cold) live fact counts per category, computed from the facts themselves."""
@@ -341,6 +375,12 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         # leaf per new path, and a scan of a 100k-fact table there was 11 ms per remember.
         return [r[0] for r in self.conn.execute(
             "SELECT id FROM facts WHERE tier IN ('warm', 'cold') AND category = ?", (path,))]
+
+    def facts_in_category(self, path: str) -> list[Fact]:
+        """The facts fact_ids_in_category() names, read in the same query."""
+        return [fact_from_row(r) for r in self.conn.execute(
+            f"SELECT {FACT_AND_FLAGS} FROM facts WHERE tier IN ('warm', 'cold') AND category = ?",
+            (path,))]
 
     def count_under(self, path: str) -> int:
         """Facts (any tier, superseded included) filed at `path` or below it."""
@@ -405,6 +445,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
                           "DO UPDATE SET value = excluded.value", (key, value))
 
     def replace_tree(self, nodes: list[TreeNode]) -> None:
+        self.tree_rows = None
         self.conn.execute("DELETE FROM tree_nodes")
         for node in nodes:
             self.upsert_node(node)
@@ -412,7 +453,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
     def wipe(self, keep_settings: Iterable[str] = ()) -> None:
         """Delete every row of this agent's memory (a revoked device, restore --force);
         `keep_settings` names kv entries to keep (restore keeps the keys it just unlocked)."""
-        self._pending = self.link_cursor = self.link_cursor_saved = None
+        self._pending = self.link_cursor = self.link_cursor_saved = self.tree_rows = None
         for table in ("facts", "facts_fts", "fts_pending", "tree_nodes", "hot_state", "outbox",
                       "outbox_rejected", "metrics", "audit", "fact_versions", "forgotten"):
             self.conn.execute(f"DELETE FROM {table}")

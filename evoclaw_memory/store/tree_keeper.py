@@ -54,39 +54,45 @@ class TreeKeeper:
         if self.store.has_node(category):
             return category
         nodes = self.store.tree_nodes()
+        merged = False
         for _ in range(tree_rules.TREE_MAX_NODES):
             try:
                 new_nodes = tree_rules.add(nodes, category, "", now)
             except LimitError:
                 victim = tree_rules.rebalance_victim(nodes, category)
-                if victim is None:
+                gained = self._merge(victim, now, queue_state=False) if victim else None
+                if victim is None or gained is None:
                     break
-                merged = self._merge(victim, now)
-                if merged is None:
-                    break
-                nodes = _after_merge(nodes, victim, *merged) or self.store.tree_nodes()
+                merged = True
+                nodes = _after_merge(nodes, victim, *gained) or self.store.tree_nodes()
                 continue
-            self.save(nodes, new_nodes, op="tree.add")
+            self.save(nodes, new_nodes, op="tree.add")     # queues the state, for the merges too
             return category
+        if merged:
+            self.store.enqueue_state(now)
         return tree_rules.closest_existing(nodes, category)
 
     def merge_into_parent(self, node: TreeNode, now: float) -> bool:
         """Rebalance: move a leaf's facts to its parent and remove the leaf."""
         return self._merge(node, now) is not None
 
-    def _merge(self, node: TreeNode, now: float) -> Optional[tuple[int, int]]:
+    def _merge(self, node: TreeNode, now: float,
+               queue_state: bool = True) -> Optional[tuple[int, int]]:
         """merge_into_parent(); returns the (warm, cold) counts the parent gained (None: no
-        parent), so the caller knows the tree after it without reading it back."""
+        parent), so the caller knows the tree after it without reading it back.
+        `queue_state`: False when the caller queues the critical state itself (once for the
+        merges and the node they made room for: each queuing is a delete and an insert)."""
         parent = tree_rules.parent_of(node.path)
         if parent is None:
             return None
-        moved = self.store.fact_ids_in_category(node.path)
+        moved = self.store.facts_in_category(node.path)
         warm = cold = 0
-        for fact_id in moved:
-            gained = self.recategorize(fact_id, parent, now)
+        for fact in moved:
+            gained = self._refile(fact, parent, now)
             warm, cold = warm + gained[0], cold + gained[1]
         self.store.delete_node(node.path)
-        self.store.enqueue_state(now)
+        if queue_state:
+            self.store.enqueue_state(now)
         self.store.audit("tree.rebalance", node.path, f"merged into {parent} ({len(moved)} facts)", now)
         return warm, cold
 
@@ -94,8 +100,13 @@ class TreeKeeper:
         """File one fact under `category`: counts, full-text entry and outbox follow.
         Returns the (warm, cold) counts `category` gained."""
         fact = self.store.get_fact(fact_id)
-        if fact is None or fact.category == category:
+        return (0, 0) if fact is None else self._refile(fact, category, now)
+
+    def _refile(self, fact: Fact, category: str, now: float) -> tuple[int, int]:
+        """recategorize() of a fact already read."""
+        if fact.category == category:
             return 0, 0
+        fact_id = fact.id
         self.store.set_category(fact_id, category)
         live = fact.superseded_by is None
         warm, cold = int(live and fact.tier == "warm"), int(live and fact.tier == "cold")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
+from itertools import chain
 from typing import Iterable, Optional
 
 import msgspec
@@ -43,26 +45,36 @@ def is_under(path: str, root: str) -> bool:
 
 
 def children_of(nodes: Iterable[TreeNode], parent: Optional[str]) -> list[TreeNode]:
-    return [n for n in nodes if parent_of(n.path) == parent]
+    if parent is None:
+        return [n for n in nodes if "/" not in n.path]
+    prefix = parent + "/"
+    start = len(prefix)
+    return [n for n in nodes if n.path.startswith(prefix) and n.path.find("/", start) < 0]
 
 
 def parents(nodes: Iterable[TreeNode]) -> set[str]:
     """The paths that have at least one child: one pass, so a leaf test is a set lookup
     (a test per node over all nodes made a full tree's `remember` quadratic in nodes)."""
-    return {p for p in map(parent_of, (n.path for n in nodes)) if p is not None}
+    return {path.rsplit("/", 1)[0] for path in [n.path for n in nodes] if "/" in path}
 
 
 def subtree_counts(nodes: list[TreeNode]) -> dict[str, tuple[int, int]]:
     """(warm, cold) of each node including its descendants."""
     totals = {n.path: [n.warm_count, n.cold_count] for n in nodes}
     for node in nodes:
-        path = node.path
-        while "/" in path:          # each ancestor (ancestors(), without building the list)
-            path = path.rsplit("/", 1)[0]
-            if path in totals:
-                totals[path][0] += node.warm_count
-                totals[path][1] += node.cold_count
+        warm, cold = node.warm_count, node.cold_count
+        if warm or cold:            # an empty node adds nothing to its ancestors
+            for path in _ancestors_of(node.path):
+                if path in totals:
+                    totals[path][0] += warm
+                    totals[path][1] += cold
     return {p: (w, c) for p, (w, c) in totals.items()}
+
+
+@lru_cache(maxsize=1024)
+def _ancestors_of(path: str) -> tuple[str, ...]:
+    """ancestors(), kept: a tree's paths are counted up again on every render."""
+    return tuple(ancestors(path))
 
 
 def add(nodes: list[TreeNode], path: str, description: str, now: float) -> list[TreeNode]:
@@ -91,15 +103,17 @@ def add(nodes: list[TreeNode], path: str, description: str, now: float) -> list[
 def _checked(nodes: list[TreeNode]) -> list[TreeNode]:
     """Return `nodes` sorted, or LimitError naming the first limit they break."""
     nodes = sorted(nodes, key=lambda n: n.path)
-    kids = Counter(parent_of(n.path) for n in nodes)       # one pass, not one per parent
-    for parent in [None] + [n.path for n in nodes]:
-        if kids[parent] > TREE_MAX_CHILDREN:
-            raise LimitError(f"{parent or 'the root'} would have {kids[parent]} children; the "
-                             f"limit is {TREE_MAX_CHILDREN}")
+    paths = [n.path for n in nodes]
+    kids: Counter[Optional[str]] = Counter(p.rsplit("/", 1)[0] for p in paths if "/" in p)
+    kids[None] = len(paths) - sum(kids.values())        # the top level; one pass in all
+    if max(kids.values(), default=0) > TREE_MAX_CHILDREN:
+        for parent in [None] + paths:
+            if kids[parent] > TREE_MAX_CHILDREN:
+                raise LimitError(f"{parent or 'the root'} would have {kids[parent]} children; "
+                                 f"the limit is {TREE_MAX_CHILDREN}")
     # render() fits when its most compact level does (each level is a shortening of the one
-    # before), and when none fits it is that level: rendering only it gives the same answer
-    # (a full tree's remember with a new path rendered up to four levels here).
-    size = len(_render_level(nodes, _DETAIL_LEVELS[-1]).encode())
+    # before), and when none fits it is that level: its size alone gives the same answer.
+    size = compact_size(nodes)
     if size > TREE_MAX_BYTES:
         raise LimitError(f"the rendered tree would be {size} bytes; the limit is {TREE_MAX_BYTES}")
     return nodes
@@ -142,8 +156,10 @@ def least_used_leaf(nodes: list[TreeNode], protect: Iterable[str] = ()) -> Optio
         protected.update(ancestors(p))
     paths = {n.path for n in nodes}
     inner = parents(nodes)
+    # A leaf under a node of the tree (a top-level node has no parent to merge into).
     leaves = [n for n in nodes
-              if n.path not in protected and parent_of(n.path) in paths and n.path not in inner]
+              if "/" in n.path and n.path not in inner and n.path not in protected
+              and n.path.rsplit("/", 1)[0] in paths]
     if not leaves:
         return None
     return min(leaves, key=lambda n: (n.warm_count + n.cold_count, n.last_access, n.path))
@@ -233,12 +249,46 @@ def _render_level(nodes: list[TreeNode], level: str,
         label = f"{name} — {desc}" if desc else name
         lines.append(f"{'  ' * depth}📁 {label} (warm:{w}, cold:{c})")
     body = "\n".join(lines)
-    footer = f"Nodes: {len(nodes)}/{TREE_MAX_NODES} · Size: {{}}/{TREE_MAX_BYTES} bytes"
-    size = len((body + "\n" + footer.format(0)).encode())
-    # The footer states the size of the whole text, footer included: settle the digits.
+    footer = _footer(len(nodes))
+    return body + "\n" + footer.format(_settled_size(len(body.encode()), footer))
+
+
+def compact_size(nodes: list[TreeNode]) -> int:
+    """The size in bytes of the most compact level, len(_render_level(nodes, "bare")
+    .encode()), counted without writing it: adding a node checks it (a full tree's every
+    fifth `remember` or so), and rendering it was ~110 µs of 50 lines."""
+    totals = subtree_counts(nodes)
+    warm = sum(n.warm_count for n in nodes)
+    cold = sum(n.cold_count for n in nodes)
+    body = (len(f"📂 Root (warm:{warm}, cold:{cold})".encode())
+            + sum(map(_bare_line_bytes, totals))
+            + len("".join(map(str, chain.from_iterable(totals.values())))))   # the digits
+    footer = _footer(len(nodes))
+    return body + 1 + len(footer.format(_settled_size(body, footer)).encode())
+
+
+@lru_cache(maxsize=1024)
+def _bare_line_bytes(path: str) -> int:
+    """A bare line's bytes but its digits: "\n" + indent + "📁 " + name + " (warm:, cold:)"."""
+    return _BARE_LINE + 2 * path.count("/") + len(path.rsplit("/", 1)[-1].encode())
+
+
+# The bytes of a bare line other than its name and digits, with the newline before it and
+# the first level's indent ("  ").
+_BARE_LINE = len("\n  📁  (warm:, cold:)".encode())
+
+
+def _footer(n_nodes: int) -> str:
+    return f"Nodes: {n_nodes}/{TREE_MAX_NODES} · Size: {{}}/{TREE_MAX_BYTES} bytes"
+
+
+def _settled_size(body_bytes: int, footer: str) -> int:
+    """The size the footer states: of the whole text, footer included (its own digits
+    count, so it is settled by going round)."""
+    size = body_bytes + 1 + len(footer.format(0).encode())
     for _ in range(3):
-        size = len((body + "\n" + footer.format(size)).encode())
-    return body + "\n" + footer.format(size)
+        size = body_bytes + 1 + len(footer.format(size).encode())
+    return size
 
 
 def outline(nodes: list[TreeNode]) -> str:
