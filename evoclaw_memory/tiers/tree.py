@@ -29,7 +29,10 @@ def validate_path(path: str) -> str:
     return validate.category(path)
 
 
+@lru_cache(maxsize=4096)
 def parent_of(path: str) -> Optional[str]:
+    """'a/b/c' -> 'a/b'; None for a top-level path. Kept: the rules ask it of every node of
+    the tree, several times for each change."""
     return path.rsplit("/", 1)[0] if "/" in path else None
 
 
@@ -55,7 +58,7 @@ def children_of(nodes: Iterable[TreeNode], parent: Optional[str]) -> list[TreeNo
 def parents(nodes: Iterable[TreeNode]) -> set[str]:
     """The paths that have at least one child: one pass, so a leaf test is a set lookup
     (a test per node over all nodes made a full tree's `remember` quadratic in nodes)."""
-    return {path.rsplit("/", 1)[0] for path in [n.path for n in nodes] if "/" in path}
+    return {p for p in map(parent_of, [n.path for n in nodes]) if p is not None}
 
 
 def subtree_counts(nodes: list[TreeNode]) -> dict[str, tuple[int, int]]:
@@ -104,8 +107,7 @@ def _checked(nodes: list[TreeNode]) -> list[TreeNode]:
     """Return `nodes` sorted, or LimitError naming the first limit they break."""
     nodes = sorted(nodes, key=lambda n: n.path)
     paths = [n.path for n in nodes]
-    kids: Counter[Optional[str]] = Counter(p.rsplit("/", 1)[0] for p in paths if "/" in p)
-    kids[None] = len(paths) - sum(kids.values())        # the top level; one pass in all
+    kids = Counter(map(parent_of, paths))                   # one pass, not one per parent
     if max(kids.values(), default=0) > TREE_MAX_CHILDREN:
         for parent in [None] + paths:
             if kids[parent] > TREE_MAX_CHILDREN:
@@ -158,8 +160,7 @@ def least_used_leaf(nodes: list[TreeNode], protect: Iterable[str] = ()) -> Optio
     inner = parents(nodes)
     # A leaf under a node of the tree (a top-level node has no parent to merge into).
     leaves = [n for n in nodes
-              if "/" in n.path and n.path not in inner and n.path not in protected
-              and n.path.rsplit("/", 1)[0] in paths]
+              if n.path not in inner and n.path not in protected and parent_of(n.path) in paths]
     if not leaves:
         return None
     return min(leaves, key=lambda n: (n.warm_count + n.cold_count, n.last_access, n.path))
