@@ -562,10 +562,11 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         from evoclaw_memory.store import intake
         return intake.prepare_bulk(self.warm, facts, tier_by_score, self.clock())
 
-    def insert_prepared(self, rows: list[tuple]) -> int:
-        """The database half of bulk_insert: rows from prepare_bulk(), skipping known ids."""
+    def insert_prepared(self, rows: list[tuple], aliases: Optional[list] = None) -> int:
+        """The database half of bulk_insert: rows from prepare_bulk(), skipping known ids;
+        `aliases`: each row's text's alias_pairs(), when worked out already."""
         from evoclaw_memory.store import intake
-        return intake.insert_prepared(self.store, rows)
+        return intake.insert_prepared(self.store, rows, aliases)
 
     def wipe_local(self) -> None:
         """Erase this agent's memory on this device (a revoked device does this)."""

@@ -247,6 +247,29 @@ def test_bulk_insert_skips_known_ids_and_indexes_only_new_rows(mem):
     assert [r.fact.id for r in mem.retrieve("garden basil")][:1] == ["bulk-1"]
 
 
+def test_bulk_insert_in_many_statements_keeps_every_value(mem, monkeypatch):
+    """A bulk load sends its rows as statements of many rows each, as many as the store's
+    limit on ? allows: with a limit of 45, two facts a statement. Every value reads back as
+    given (times to the bit), a known id is skipped in whichever statement it falls, and
+    the full-text and alias rows follow the facts that landed."""
+    monkeypatch.setattr(type(mem.store), "_variable_limit", lambda self: 45)
+    texts = [(i, f"fact {i} about Chen Li (Lily) and the garden") for i in range(7)]
+    first = _bulk_rows(mem, texts[:3])
+    assert mem.insert_prepared(first) == 3
+    rows = _bulk_rows(mem, texts)
+    stamped = [(values[:4] + (values[4] + i / 7,) + values[5:], body)      # distinct times
+               for i, (values, body) in enumerate(rows)]
+    assert mem.insert_prepared(stamped) == 4
+    got = {f.id: f for f in mem.store.iter_facts()}
+    assert sorted(got) == [f"bulk-{i}" for i in range(7)]
+    for values, _ in stamped[3:]:
+        assert got[values[0]].created_at == values[4]          # exact: no text round trip
+    conn = mem.store.conn
+    assert conn.execute("SELECT COUNT(*) FROM facts_fts").fetchone()[0] == 7
+    assert conn.execute("SELECT COUNT(DISTINCT fact_rowid) FROM aliases").fetchone()[0] == 7
+    assert [r.fact.id for r in mem.retrieve("fact 5 garden")][:1] == ["bulk-5"]
+
+
 def test_bulk_insert_still_fails_loudly_on_other_constraints(mem):
     rows = _bulk_rows(mem, [(0, "a fact")])
     values, body = rows[0]

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterator, Optional, Protocol
 
 import msgspec
 
@@ -25,6 +26,7 @@ from evoclaw_memory.errors import NotFoundError, ValidationError
 from evoclaw_memory.models import Fact, HotState
 from evoclaw_memory.tiers.scoring import score
 from evoclaw_memory.store.local import LocalStore
+from evoclaw_memory.text import alias_pairs
 from evoclaw_memory.cloud.engine import (KV_CHANGE_CURSOR, KV_DEVICE_ID, KV_DEVICE_NAME,
                                          KV_PULL_CURSOR, KV_REMOTE_VERSION)
 from evoclaw_memory.cloud.keys import KV_RECORD, KV_RING
@@ -59,7 +61,7 @@ class RestoreTarget(Protocol):
 
     def prepare_bulk(self, facts: list[Fact], tier_by_score: bool) -> list[tuple]: ...
 
-    def insert_prepared(self, rows: list[tuple]) -> int: ...
+    def insert_prepared(self, rows: list[tuple], aliases: Optional[list] = None) -> int: ...
 
     def write_memory_md(self): ...
 
@@ -254,6 +256,28 @@ def _warm_facts(remote: Remote, agent_id: str, warm_max_bytes: int, decay_days: 
     return remote.facts_by_ids(agent_id, wanted)
 
 
+@contextlib.contextmanager
+def _quick_gil_handover() -> Iterator[None]:
+    """A thread that wants the GIL waits out the switch interval (5 ms) before the running
+    one must hand it over; the mirror's writer wants it back after each statement."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.0002)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+def _write_page(target: RestoreTarget, rows: list[tuple], aliases: list, cursor: int) -> int:
+    """One page of the mirror and its cursor, in one transaction (a killed mirror resumes
+    after the last page written whole); returns the facts it added."""
+    store = target.store
+    with store.transaction():
+        added = target.insert_prepared(rows, aliases)
+        store.set_setting(KV_MIRROR_CURSOR, str(cursor))
+    return added
+
+
 def _mirror(target: RestoreTarget, remote: Remote, agent_id: str, archive: int,
             progress: Progress) -> int:
     """Mirror the whole archive from the saved cursor on; returns the facts it added."""
@@ -264,24 +288,31 @@ def _mirror(target: RestoreTarget, remote: Remote, agent_id: str, archive: int,
     cursor = int(store.get_setting(KV_MIRROR_CURSOR) or 0)
     done = store.count_facts()
     mirrored = 0
-    # The next page downloads while this one is decoded, prepared and written (sqld works
-    # on the other core). The download thread only waits on the socket: Python work there
-    # would stall this one, as SQLite gives up the GIL for every row it writes and then
-    # waits to take it back. The secondary indexes are built once, at the end.
-    with store.indexes_deferred(), _cyclic_gc_paused(), \
-            ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(remote.download_page, agent_id, cursor, PAGE_SIZE)
+    # Three things at once, a page each: the next page downloads (sqld works on the other
+    # core), this one is decoded and prepared here, and the one before is written by a
+    # writer thread. Neither helper runs Python for long: SQLite gives up the GIL while it
+    # works and must then wait to take it back, so the writer sends its rows in few large
+    # statements (LocalStore.insert_values), and nothing here touches the store while it
+    # writes. The secondary indexes are built once, at the end.
+    with store.indexes_deferred(), _cyclic_gc_paused(), _quick_gil_handover(), \
+            ThreadPoolExecutor(max_workers=1) as download, \
+            ThreadPoolExecutor(max_workers=1) as writer:
+        pending = download.submit(remote.download_page, agent_id, cursor, PAGE_SIZE)
+        writing = None
         while True:
             page = remote.open_page(pending.result())
             if not page:
                 break
-            pending = pool.submit(remote.download_page, agent_id, page[-1][0], PAGE_SIZE)
+            pending = download.submit(remote.download_page, agent_id, page[-1][0], PAGE_SIZE)
             rows = target.prepare_bulk([f for _, f in page], tier_by_score=False)
-            with store.transaction():      # the page and its cursor land together
-                mirrored += target.insert_prepared(rows)
-                cursor = page[-1][0]
-                store.set_setting(KV_MIRROR_CURSOR, str(cursor))
+            aliases = [alias_pairs(values[1]) for values, _ in rows]
+            if writing is not None:
+                mirrored += writing.result()
+                progress("mirror", min(done, archive), archive)
+            writing = writer.submit(_write_page, target, rows, aliases, page[-1][0])
             done += len(page)
+        if writing is not None:
+            mirrored += writing.result()
             progress("mirror", min(done, archive), archive)
     with store.transaction():
         store.set_setting(KV_MIRROR_DONE, "1")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+from itertools import chain
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 import msgspec
@@ -19,6 +20,8 @@ SPEAKER_DRIVEN_MAX = 64
 _DEFERRED_INDEXES = "store.deferred_indexes"     # kv: index definitions dropped for a bulk load
 # New facts' full-text entries are indexed this many at a time (see fts_pending).
 FULLTEXT_BATCH = 64
+# Rows per INSERT statement of a bulk load (store.fulltext.insert_values).
+ROWS_PER_STATEMENT = 1000
 # Leaf pages the daily merge of the full-text index writes per transaction.
 FULLTEXT_MERGE_PAGES = 500
 
@@ -106,8 +109,11 @@ class FullTextMixin:
                 return steps
             steps += 1
 
-    def insert_facts_bulk(self, rows: list[tuple[tuple, str]]) -> int:
-        """Insert many bulk_row()s at once, skipping ids already present."""
+    def insert_facts_bulk(self, rows: list[tuple[tuple, str]],
+                          aliases: Optional[list[list[tuple[str, str]]]] = None) -> int:
+        """Insert many bulk_row()s at once, skipping ids already present. `aliases`: each
+        row's alias_pairs() of its text, when the caller worked them out already (a mirror
+        does, while another page is written)."""
         if not rows:
             return 0
         self.fresh = None       # facts came another way: linking reads them back (see local)
@@ -115,25 +121,53 @@ class FullTextMixin:
         # The id's unique index finds the ids already present while inserting (a separate
         # lookup first would walk that index twice); only an id conflict is skipped, any
         # other constraint still fails loudly.
-        inserted = self.conn.executemany(
+        inserted = self.insert_values(
             f"INSERT INTO facts (rowid, {FACT_COLUMNS}, norm_key, size, pinned, private, "
             "changed_at, content_changed_at, flags_changed_at, speaker, superseded_changed_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (id) DO NOTHING",
-            [(start + i, *values) for i, (values, _) in enumerate(rows)]).rowcount
+            "VALUES {} ON CONFLICT (id) DO NOTHING",
+            [(start + i, *values) for i, (values, _) in enumerate(rows)])
         bodies = [(start + i, body) for i, (_, body) in enumerate(rows)]
         if inserted < len(rows):        # some ids were known: index only the rows that landed
             landed = {r[0] for r in self.conn.execute(
                 "SELECT rowid FROM facts WHERE rowid BETWEEN ? AND ?",
                 (start, start + len(rows) - 1))}
             bodies = [b for b in bodies if b[0] in landed]
-        self.conn.executemany("INSERT INTO facts_fts (rowid, body) VALUES (?, ?)", bodies)
+        self.insert_values("INSERT INTO facts_fts (rowid, body) VALUES {}", bodies)
         landed_ids = {b[0] for b in bodies}
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO aliases (name, alias, fact_rowid) VALUES (?, ?, ?)",
-            [(a, b, start + i) for i, (values, _) in enumerate(rows) if start + i in landed_ids
-             for a, b in alias_pairs(values[1])])
+        if aliases is None:
+            aliases = [alias_pairs(values[1]) for values, _ in rows]
+        self.insert_values(
+            "INSERT OR IGNORE INTO aliases (name, alias, fact_rowid) VALUES {}",
+            [(a, b, start + i) for i, pairs in enumerate(aliases) if start + i in landed_ids
+             for a, b in pairs])
         return inserted
+
+    def insert_values(self, sql: str, rows: list[tuple]) -> int:
+        """executemany(sql with "VALUES (?, ..)", rows), as statements of many rows each
+        (`sql` has "VALUES {}"); returns the rows changed. One statement of ~500 rows is one
+        call into SQLite, which gives up the GIL for all of it: executemany takes it back
+        for every row, so another thread's Python would stall a bulk write (restore's
+        mirror writes one page while it prepares the next)."""
+        if not rows:
+            return 0
+        width = len(rows[0])
+        per = max(1, min(ROWS_PER_STATEMENT, self._variable_limit() // width))
+        one = "(" + ",".join("?" * width) + ")"
+        full = sql.format(",".join([one] * per))
+        changed = 0
+        for at in range(0, len(rows), per):
+            chunk = rows[at:at + per]
+            changed += self.conn.execute(
+                full if len(chunk) == per else sql.format(",".join([one] * len(chunk))),
+                list(chain.from_iterable(chunk))).rowcount
+        return changed
+
+    def _variable_limit(self) -> int:
+        """The most ? a statement may hold (SQLite's default since 3.32: 32766; 999 before,
+        and where Python cannot ask: before 3.11)."""
+        getlimit = getattr(self.conn, "getlimit", None)
+        which = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
+        return getlimit(which) if getlimit and which is not None else 999
 
     def newest_in_categories(self, categories: list[str], per_category: int) -> list[int]:
         """Rowids of the newest live facts filed exactly at each category, in each tier.

@@ -3,7 +3,7 @@ loaded. None of it is queued back to the cloud (it came from there)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import msgspec
 
@@ -238,7 +238,8 @@ def prepare_bulk(warm: WarmKeeper, facts: list[Fact], tier_by_score: bool,
     return rows
 
 
-def insert_prepared(store: LocalStore, rows: list[tuple]) -> int:
+def insert_prepared(store: LocalStore, rows: list[tuple],
+                    aliases: Optional[list] = None) -> int:
     """The database half of a bulk insert: rows from prepare_bulk(), skipping known ids."""
     with store.transaction():
-        return store.insert_facts_bulk(rows)
+        return store.insert_facts_bulk(rows, aliases)

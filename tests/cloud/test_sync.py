@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 
+import sys
+
 import pytest
 
 from evoclaw_memory import Memory, ValidationError
@@ -174,9 +176,12 @@ def test_full_mirror_is_paged_and_resumable(cloud, tmp_path, monkeypatch):
         if stage == "mirror" and done >= 14:
             raise KeyboardInterrupt
 
+    switch_interval = sys.getswitchinterval()
     with device(tmp_path, "b") as b:
         with pytest.raises(KeyboardInterrupt):
             b.restore(full=True, remote=cloud(), progress=interrupt)
+        # the mirror's quicker GIL hand-over (cloud.restore) ends with it, interrupted or not
+        assert sys.getswitchinterval() == switch_interval
         partial = b.store.count_facts()
         assert 14 <= partial < 40
         # the secondary indexes dropped for the load are back although it was interrupted
@@ -184,6 +189,7 @@ def test_full_mirror_is_paged_and_resumable(cloud, tmp_path, monkeypatch):
                                     "AND name = 'facts_norm_key'").fetchone()[0] == 1
         report = b.restore(full=True, remote=cloud())                 # resumes, no --force
         assert b.store.count_facts() == 40 and report.mirrored_facts == 40 - partial
+        assert sys.getswitchinterval() == switch_interval
         assert b.retrieve("allotment old fact 33")
         counts = b.store.category_counts()
         assert {n.path: (n.warm_count, n.cold_count) for n in b.tree if n.path in counts} == counts
