@@ -218,3 +218,20 @@ def test_cloud_seconds_reads_every_valid_second_exactly():
     assert cloud_seconds(1_000_000_000_000) == 1_000_000_000.0
     assert cloud_seconds(1_700_000_000_123) == 1_700_000_000.123
     assert cloud_seconds(None) == 0.0
+
+
+def test_mirrors_at_once_put_the_switch_interval_back():
+    """The mirror shortens the interpreter's switch interval while it runs; mirrors that
+    overlap (a server's agents) must leave it as it was before the first, whatever order
+    they end in."""
+    import sys
+    from evoclaw_memory.cloud.restore import _quick_gil_handover
+    before = sys.getswitchinterval()
+    first, second = _quick_gil_handover(), _quick_gil_handover()
+    first.__enter__()
+    assert sys.getswitchinterval() < before
+    second.__enter__()
+    first.__exit__(None, None, None)                 # the first ends while the second runs
+    assert sys.getswitchinterval() < before
+    second.__exit__(None, None, None)
+    assert sys.getswitchinterval() == before

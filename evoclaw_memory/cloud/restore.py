@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator, Optional, Protocol
@@ -256,16 +257,28 @@ def _warm_facts(remote: Remote, agent_id: str, warm_max_bytes: int, decay_days: 
     return remote.facts_by_ids(agent_id, wanted)
 
 
+_handover_lock = threading.Lock()
+_handover: list = [0, None]        # mirrors running in this process, the interval before them
+
+
 @contextlib.contextmanager
 def _quick_gil_handover() -> Iterator[None]:
     """A thread that wants the GIL waits out the switch interval (5 ms) before the running
-    one must hand it over; the mirror's writer wants it back after each statement."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(0.0002)
+    one must hand it over; the mirror's writer wants it back after each statement. The
+    interval is process-wide: mirrors running at once (a server's agents) share the change,
+    and the last one to end puts back what was there before the first."""
+    with _handover_lock:
+        if _handover[0] == 0:
+            _handover[1] = sys.getswitchinterval()
+            sys.setswitchinterval(0.0002)
+        _handover[0] += 1
     try:
         yield
     finally:
-        sys.setswitchinterval(before)
+        with _handover_lock:
+            _handover[0] -= 1
+            if _handover[0] == 0:
+                sys.setswitchinterval(_handover[1])
 
 
 def _write_page(target: RestoreTarget, rows: list[tuple], aliases: list, cursor: int) -> int:
