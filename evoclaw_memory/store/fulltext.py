@@ -144,10 +144,10 @@ class FullTextMixin:
 
     def insert_values(self, sql: str, rows: list[tuple]) -> int:
         """executemany(sql with "VALUES (?, ..)", rows), as statements of many rows each
-        (`sql` has "VALUES {}"); returns the rows changed. One statement of ~500 rows is one
-        call into SQLite, which gives up the GIL for all of it: executemany takes it back
-        for every row, so another thread's Python would stall a bulk write (restore's
-        mirror writes one page while it prepares the next)."""
+        (`sql` has "VALUES {}"); returns the rows changed. A statement of up to
+        ROWS_PER_STATEMENT rows is one call into SQLite, which gives up the GIL for all of
+        it: executemany takes it back for every row, so another thread's Python would stall
+        a bulk write (restore's mirror writes one page while it prepares the next)."""
         if not rows:
             return 0
         width = len(rows[0])

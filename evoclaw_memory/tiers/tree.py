@@ -256,8 +256,9 @@ def _render_level(nodes: list[TreeNode], level: str,
 
 def compact_size(nodes: list[TreeNode]) -> int:
     """The size in bytes of the most compact level, len(_render_level(nodes, "bare")
-    .encode()), counted without writing it: adding a node checks it (a full tree's every
-    fifth `remember` or so), and rendering it was ~110 µs of 50 lines."""
+    .encode()) for a tree's nodes (unique paths), counted without writing it: adding a node
+    checks it (a full tree's every fifth `remember` or so), and rendering it was ~110 µs of
+    50 lines."""
     totals = subtree_counts(nodes)
     warm = sum(n.warm_count for n in nodes)
     cold = sum(n.cold_count for n in nodes)
@@ -270,7 +271,8 @@ def compact_size(nodes: list[TreeNode]) -> int:
 
 @lru_cache(maxsize=1024)
 def _bare_line_bytes(path: str) -> int:
-    """A bare line's bytes but its digits: "\n" + indent + "📁 " + name + " (warm:, cold:)"."""
+    """The bytes of a bare line but its digits: the newline before it, the indent, the
+    folder sign, the name and the count labels."""
     return _BARE_LINE + 2 * path.count("/") + len(path.rsplit("/", 1)[-1].encode())
 
 
