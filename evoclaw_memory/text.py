@@ -237,7 +237,7 @@ def collapse_spaces(text: str) -> str:
 
 
 # STOPWORDS | {stem(w) for w in STOPWORDS}, spelled out: stemming them at import cost every
-# CLI run ~0.2 ms. tests/test_text.py checks it is still exactly that set.
+# CLI run ~0.2 ms. tests/test_retrieval_wording.py checks it is still exactly that set.
 STEMMED_STOPWORDS = STOPWORDS | frozenset(
     "abov becaus befor doe dur hav mor onc ourselv pleas sam som themselv ther thes thos wer "
     "wher whil yourselv".split())

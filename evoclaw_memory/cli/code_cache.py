@@ -30,7 +30,8 @@ import types
 from _frozen_importlib import ModuleSpec                    # importlib.machinery's own
 from _frozen_importlib_external import SourceFileLoader
 
-from evoclaw_memory.cli.regex_cache import cache_file, package_dir, replace_file, writable_place
+from evoclaw_memory.cli.regex_cache import (PACKAGE, cache_file, package_dir, replace_file,
+                                            writable_place)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
 # mtime_ns, size, offset, length) of its code after the index. The file is mapped, not
 # read: a run unmarshals only the modules it imports, with no copy of the rest.
 FORMAT = 2
-PACKAGE = "evoclaw_memory"
 # A file that grew past this (modules renamed in a checkout, same version) starts over.
 MAX_ENTRIES = 400
 

@@ -302,20 +302,14 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
     def tree_nodes(self) -> list[TreeNode]:
         """The nodes ordered by path, from memory once read (store.tree_rows says why and
         how they stay exact)."""
-        rows = self._tree_rows()
-        if rows is None:
-            version = self.data_version()
+        version = self.data_version()
+        rows = self.tree_rows
+        # Read again when not read yet, or when another connection committed since.
+        if rows is None or rows.version != version:
             rows = self.tree_rows = TreeRows(self.conn.execute(
                 "SELECT path, description, warm_count, cold_count, last_access, created_at "
                 "FROM tree_nodes"), version)
         return rows.nodes()
-
-    def _tree_rows(self) -> Optional[TreeRows]:
-        """The rows kept in memory, if they still hold (no other connection committed)."""
-        rows = self.tree_rows
-        if rows is not None and rows.version != self.data_version():
-            rows = self.tree_rows = None
-        return rows
 
     def has_node(self, path: str) -> bool:
         rows = self.tree_rows
@@ -370,17 +364,17 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
             out.setdefault(category, [0, 0])[0 if tier == "warm" else 1] += n
         return {k: (v[0], v[1]) for k, v in out.items()}
 
+    # tier IN (both tiers) lets the (tier, category) index answer: a full tree merges a leaf
+    # per new path, and a scan of a 100k-fact table there was 11 ms per remember.
+    _IN_CATEGORY = "FROM facts WHERE tier IN ('warm', 'cold') AND category = ?"
+
     def fact_ids_in_category(self, path: str) -> list[str]:
-        # tier IN (both tiers) lets the (tier, category) index answer: a full tree merges a
-        # leaf per new path, and a scan of a 100k-fact table there was 11 ms per remember.
-        return [r[0] for r in self.conn.execute(
-            "SELECT id FROM facts WHERE tier IN ('warm', 'cold') AND category = ?", (path,))]
+        return [r[0] for r in self.conn.execute(f"SELECT id {self._IN_CATEGORY}", (path,))]
 
     def facts_in_category(self, path: str) -> list[Fact]:
         """The facts fact_ids_in_category() names, read in the same query."""
         return [fact_from_row(r) for r in self.conn.execute(
-            f"SELECT {FACT_AND_FLAGS} FROM facts WHERE tier IN ('warm', 'cold') AND category = ?",
-            (path,))]
+            f"SELECT {FACT_AND_FLAGS} {self._IN_CATEGORY}", (path,))]
 
     def count_under(self, path: str) -> int:
         """Facts (any tier, superseded included) filed at `path` or below it."""

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import functools
+from typing import Any, Optional
 
 import msgspec
-
-from typing import Any, Optional
 
 from evoclaw_memory.models import Fact, HotState, Metadata
 
@@ -52,6 +51,8 @@ def facts_where(*, category: Optional[str] = None, tier: Optional[str] = None,
     if not include_superseded:
         where.append("superseded_by IS NULL")
     return " AND ".join(where), args
+
+
 encoder = msgspec.json.Encoder()
 
 
