@@ -360,3 +360,35 @@ def test_the_warm_total_is_summed_from_the_index_alone(mem):
         "EXPLAIN QUERY PLAN SELECT COALESCE(SUM(size), 0) FROM facts "
         "WHERE tier = 'warm' AND pinned = 0"))
     assert "COVERING INDEX facts_tier_category" in plan
+
+
+# Bookkeeping a wiped memory keeps: the schema's version, AUTOINCREMENT's counters, the kv
+# settings the caller names, and FTS5's own structure rows (config, the empty index's root).
+_WIPE_KEEPS = {"schema_version", "sqlite_sequence", "kv", "facts_fts_config", "facts_fts_data"}
+
+
+def test_wipe_leaves_nothing_of_the_owner_in_any_table(home, clock):
+    """A revoked device wipes itself (and restore --force starts from a wipe): the names,
+    relations and links of the entity graph and a sub-agent's proposals go with the facts,
+    in every table, including ones added after this test was written."""
+    with Memory.open("test-agent", home=home, clock=clock) as mem:
+        mem.remember("My wife Sarah Connor works at Cyberdyne in Los Angeles", category="people")
+        mem.remember("Sarah Connor likes hiking with John on Sundays", category="people")
+        mem.update_hot("task", {"text": "Book the hiking trip"})
+        with Memory.open("test-agent", home=home, clock=clock, actor="subagent:planner") as sub:
+            sub.remember("Sam prefers tea after 6pm", category="owner/preferences")
+        conn = mem.store.conn
+        assert conn.execute("SELECT count(*) FROM entities").fetchone()[0] > 0
+        assert conn.execute("SELECT count(*) FROM proposals").fetchone()[0] == 1
+        mem.wipe_local()
+        tables = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE "
+            "'CREATE VIRTUAL TABLE%'")]
+        left = {t: n for t in tables if t not in _WIPE_KEEPS
+                for n in [conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]] if n}
+        assert left == {}
+        assert mem.entities() == [] and mem.critical_state().entities == []
+        # the wiped memory works as a new one: names are learned again, linked to new facts
+        fact = mem.remember("Sarah Connor moved to Denver", category="people")
+        sarah = next(e for e in mem.entities() if e.name == "Sarah Connor")
+        assert mem.entity(sarah.name).facts == [fact.id]

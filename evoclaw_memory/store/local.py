@@ -448,8 +448,13 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         """Delete every row of this agent's memory (a revoked device, restore --force);
         `keep_settings` names kv entries to keep (restore keeps the keys it just unlocked)."""
         self._pending = self.link_cursor = self.link_cursor_saved = self.tree_rows = None
+        self.entity_cache = None
+        # The entity graph and the proposals are the owner's too (names, relations, what a
+        # sub-agent proposed); the links point at facts by rowid, which new facts reuse.
         for table in ("facts", "facts_fts", "fts_pending", "tree_nodes", "hot_state", "outbox",
-                      "outbox_rejected", "metrics", "audit", "fact_versions", "forgotten"):
+                      "outbox_rejected", "metrics", "audit", "fact_versions", "forgotten",
+                      "entity_facts", "entity_aliases", "entity_relations", "entities",
+                      "proposals"):
             self.conn.execute(f"DELETE FROM {table}")
         kept = list(keep_settings)
         self.conn.execute(f"DELETE FROM kv WHERE key NOT IN ({','.join('?' * len(kept))})",

@@ -53,3 +53,24 @@ def test_entities_sync_and_restore_with_one_request_per_push(fresh_db, tmp_path)
             assert b.entity("Evoclaw").attributes == {"lang": "python"}
     finally:
         remote.close()
+
+
+def test_restore_over_a_memory_keeps_none_of_its_old_entities(fresh_db, tmp_path):
+    """restore --force replaces the old memory, its entity graph included: an old name must
+    not linger, nor an old link point at a restored fact that reuses its rowid."""
+    url, token = fresh_db
+    remote = SqlRemote(HranaClient(url, token, timeout=5, retries=0), label=url)
+    try:
+        with Memory.open("sam", home=tmp_path / "a") as a:
+            kept = a.remember("Sarah Connor is flying to Lisbon on Friday", category="people")
+            a.sync(remote=remote)
+            names = {e.name for e in a.entities()}
+        assert "Sarah Connor" in names
+        with Memory.open("sam", home=tmp_path / "b") as b:
+            b.remember("Kyle Reese fixed the old truck", category="people")
+            b.restore(remote=remote, force=True, discard_unsynced=True)
+            assert {e.name for e in b.entities()} == names
+            assert b.entity("Sarah Connor").facts == [kept.id]
+            assert {e.name for e in b.critical_state().entities} == names
+    finally:
+        remote.close()
