@@ -211,3 +211,106 @@ def test_a_full_restore_links_the_warm_set_now_and_the_archive_later(tmp_path):
         assert any("Lyon" in fresh.get(i).text for i in marguerite.facts)   # the warm fact
         fresh.consolidate("quick")
         assert fresh.entity("Marguerite").mentions == CATCH_UP_BATCH + 151
+
+
+def test_entity_records_kept_between_pushes_are_what_sql_gives(mem, clock, monkeypatch):
+    """critical_state()'s entity records are kept between calls and only written entities
+    are read again (store.entity_records): after mentions, manual edits, relations, an
+    install, a removal, a rollback and another connection's commit they must equal the
+    records built from scratch, in the same order, the limit included."""
+    import random
+
+    from evoclaw_memory.models import EntityRecord
+    from evoclaw_memory.store import entities as store_entities
+    from evoclaw_memory.store.local import LocalStore
+
+    monkeypatch.setattr(store_entities, "ENTITY_SYNC_MAX", 12)    # the limit takes part
+    keeper = mem.entity_keeper
+
+    def fresh():
+        kept = mem.store.entity_records
+        mem.store.entity_records = None
+        try:
+            return keeper.records()
+        finally:
+            mem.store.entity_records = kept
+
+    def check():
+        assert keeper.records() == fresh()
+        assert mem.store.entity_records is not None
+
+    rng = random.Random(7)
+    people = ["Sarah Connor", "Kyle Reese", "Miles Dyson", "John Connor", "Peter Silberman",
+              "Marcus Wright", "Kate Brewster", "Blair Williams", "Grace Harper", "Dani Ramos",
+              "Carl Sagan", "Ada Lovelace", "Alan Turing", "Grace Hopper", "Linus Torvalds",
+              "Guido Rossum", "Barbara Liskov", "Edsger Dijkstra"]
+    facts = []
+    for step in range(60):
+        clock.advance(rng.randint(1, 5_000))
+        a, b = rng.sample(people, 2)
+        facts.append(mem.remember(f"{a} met {b} about plan number {step}", category="people"))
+        check()                                            # new entities, new mentions
+        op = step % 8
+        if op == 0:
+            mem.add_entity(rng.choice(people), "people", {"note": f"n{step}"})
+        elif op == 1 and keeper.find(a) and keeper.find(b):
+            mem.link(a, b, rng.choice(["friend", "colleague", "sibling"]))
+        elif op == 2:                   # known or new, with or without times
+            mem.install_entities([EntityRecord(
+                name=rng.choice(people + [f"Newcomer {step}"]), kind="people",
+                aliases=rng.choice([[], [f"alias {step}"]]),
+                first_mentioned=rng.choice([0.0, clock() - 10.0 ** 6]),
+                last_mentioned=clock() + 1.0)])
+        elif op == 3:
+            mem.forget(facts.pop(rng.randrange(len(facts))).id)   # may remove an entity
+        elif op == 4:
+            assert mem.remove_entity(rng.choice(people)) in (True, False)
+        elif op == 5:                   # a rule's guess fills in a kind only "other" had
+            mem.install_entities([EntityRecord(name=f"Thing {step}", kind="other",
+                                               first_mentioned=clock(),
+                                               last_mentioned=clock() + 2.0)])
+            check()
+            with mem.store.transaction():
+                keeper.ensure(f"Thing {step}", "tools", clock())
+        elif op == 6 and keeper.find(a) and keeper.find(b):
+            with mem.store.transaction():
+                keeper.relate(keeper.find(a), keeper.find(b), "neighbour", clock())
+        elif op == 7 and keeper.find(b):
+            with mem.store.transaction():
+                keeper.alias(keeper.find(b), f"{b.split()[0]} {step}")
+        check()
+    check()
+    assert len(keeper.records()) == 12
+
+    # A rollback takes back what it wrote, in the records too.
+    with pytest.raises(RuntimeError):
+        with mem.store.transaction():
+            keeper.ensure("Rolled Back", "people", clock() + 10 ** 6, manual=True)
+            assert "Rolled Back" in {r.name for r in keeper.records()}
+            raise RuntimeError("abandon")
+    check()
+    assert "Rolled Back" not in {r.name for r in keeper.records()}
+
+    # Another connection's commit is seen (PRAGMA data_version).
+    other = LocalStore.open(mem.store.path)
+    try:
+        with other.transaction():
+            store_entities.EntityKeeper(other).ensure("Elsewhere Person", "people",
+                                                      clock() + 10 ** 6, manual=True)
+        check()
+        assert "Elsewhere Person" in {r.name for r in keeper.records()}
+        # and on a connection without the names in memory (a one-shot CLI run)
+        theirs = store_entities.EntityKeeper(other)
+        with other.transaction():
+            theirs.install([EntityRecord(name="Other Thing", kind="other",
+                                         first_mentioned=clock(), last_mentioned=clock() + 9.0)],
+                           clock())
+        def thing():
+            return next(r for r in theirs.records() if r.name == "Other Thing")
+
+        assert thing().kind == "other"
+        with other.transaction():
+            theirs.ensure("Other Thing", "tools", clock())
+        assert other.entity_cache is None and thing().kind == "tools"
+    finally:
+        other.close()

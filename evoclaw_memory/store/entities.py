@@ -11,9 +11,12 @@ from typing import Iterable, Iterator, Optional
 
 from evoclaw_memory.limits import ENTITY_SYNC_MAX
 from evoclaw_memory.models import Entity, EntityRecord, EntityRelation
+from evoclaw_memory.store.entity_records import RecordCache, sort_key
 from evoclaw_memory.store.local import KV_CURSOR, LocalStore
 
 _CHUNK = 500
+# An entities row as records() reads it.
+_RECORD_COLS = "id, name, kind, attributes, first_mentioned, last_mentioned, manual"
 _RANK = {"mention": 0, "subject": 1, "speaker": 2}     # a fact's strongest tie to an entity
 OWNER = "owner"     # the entity the owner's relations point to ("my wife Sarah")
 
@@ -207,7 +210,7 @@ class EntityKeeper:
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (name, _norm(name), kind, json.dumps(attributes or {}), int(manual), now))
             found = int(cur.lastrowid or 0)
-            self.alias(found, name)
+            self.alias(found, name)         # marks its record for reading (_touch)
             cache = self._cached()
             if cache is not None:
                 cache.kinds[found] = kind
@@ -219,17 +222,20 @@ class EntityKeeper:
             old.update(attributes or {})
             self.conn.execute("UPDATE entities SET kind = ?, attributes = ?, manual = 1, "
                               "updated_at = ? WHERE id = ?", (kind, json.dumps(old), now, found))
+            self._touch(found)
         elif kind == "other":
             return found
         elif cache is not None:
             if cache.kinds.get(found) != "other":
                 return found
             self.conn.execute("UPDATE entities SET kind = ? WHERE id = ?", (kind, found))
+            self._touch(found)
         elif self.conn.execute(
                 "SELECT 1 FROM entities WHERE id = ? AND kind = 'other'", (found,)).fetchone():
             # (read first: this runs for every name of every fact stored, and a read is
             # cheaper than an UPDATE that almost always changes nothing)
             self.conn.execute("UPDATE entities SET kind = ? WHERE id = ?", (kind, found))
+            self._touch(found)
         else:
             return found
         if cache is not None:
@@ -243,6 +249,7 @@ class EntityKeeper:
         if cache is not None and key in cache.aliases:
             return                          # INSERT OR IGNORE would change nothing
         self.conn.execute("INSERT OR IGNORE INTO entity_aliases VALUES (?, ?)", (key, entity_id))
+        self._touch(entity_id)
         if cache is not None:
             cache.aliases[key] = entity_id
             cache.note(key)
@@ -287,6 +294,9 @@ class EntityKeeper:
         return out
 
     def remove(self, entity_id: int) -> None:
+        # Its record goes, and other records lose their relations to it; and an entity
+        # below the kept records may now belong among them (store.entity_records).
+        self.store.entity_records = None
         cache = self._cached()
         if cache is not None:
             cache.kinds.pop(entity_id, None)
@@ -313,6 +323,7 @@ class EntityKeeper:
                 "first_mentioned = MIN(COALESCE(first_mentioned, ?2), ?2), "
                 "last_mentioned = MAX(COALESCE(last_mentioned, ?2), ?2) WHERE id = ?1",
                 (entity_id, created_at))
+            self._touch(entity_id)
         elif role != "mention":
             # Already linked: keep the strongest role (speaker > subject > mention).
             self.conn.execute(
@@ -345,6 +356,7 @@ class EntityKeeper:
     def relate(self, a: int, b: int, relation: str, now: float) -> None:
         self.conn.execute("INSERT OR IGNORE INTO entity_relations VALUES (?, ?, ?, ?)",
                           (a, b, relation, now))
+        self._touch(a)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -423,37 +435,56 @@ class EntityKeeper:
         """What the critical state carries: manual entities first, then the most recently
         mentioned, at most ENTITY_SYNC_MAX (the links are rebuilt from the facts).
 
-        Every sync that pushes the state builds these, so it is three queries in all, not
-        four per entity (an agent's ~140 entities were ~560 statements, most of a push's
-        CPU)."""
+        Every sync that pushes the state asks for these. They are kept between calls
+        (store.entity_records.RecordCache), and only the entities written since are read
+        again: three queries for those, not four per entity. The records are shared with
+        that cache: read them, do not change them."""
+        store = self.store
+        version = store.data_version()
+        cache = store.entity_records
+        if cache is None or cache.version != version:
+            cache = store.entity_records = RecordCache(version)
+            self._read_records(cache, self.conn.execute(
+                f"SELECT {_RECORD_COLS} FROM entities ORDER BY manual DESC, "
+                "last_mentioned DESC, id LIMIT ?", (ENTITY_SYNC_MAX,)).fetchall())
+        elif cache.touched:
+            ids = sorted(cache.touched)
+            rows = []
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start:start + _CHUNK]
+                rows += self.conn.execute(
+                    f"SELECT {_RECORD_COLS} FROM entities WHERE id IN "
+                    f"({','.join('?' * len(chunk))})", chunk).fetchall()
+            for gone in set(ids) - {row[0] for row in rows}:
+                cache.records.pop(gone, None)
+            self._read_records(cache, rows)
+        cache.touched = set()
+        return cache.first(ENTITY_SYNC_MAX)
+
+    def _read_records(self, cache: RecordCache, rows: list[tuple]) -> None:
+        """Build the records of these entities rows (_RECORD_COLS) into the cache."""
         import json
-        rows = self.conn.execute(
-            "SELECT id, name, kind, attributes, first_mentioned, last_mentioned, manual "
-            "FROM entities ORDER BY manual DESC, last_mentioned DESC, id LIMIT ?",
-            (ENTITY_SYNC_MAX,)).fetchall()
-        if not rows:
-            return []
-        ids = [r[0] for r in rows]
-        marks = ",".join("?" * len(ids))
         aliases: dict[int, list[str]] = {}
-        for entity_id, alias in self.conn.execute(
-                f"SELECT entity_id, alias FROM entity_aliases WHERE entity_id IN ({marks}) "
-                "ORDER BY entity_id, alias", ids):
-            aliases.setdefault(entity_id, []).append(alias)
-        # Only this side of each relation: the other side's record carries its own.
         relations: dict[int, list[EntityRelation]] = {}
-        for entity_id, relation, other in self.conn.execute(
-                f"SELECT r.a, r.relation, e.name FROM entity_relations r JOIN entities e ON "
-                f"e.id = r.b WHERE r.a IN ({marks}) ORDER BY r.a, r.created_at", ids):
-            relations.setdefault(entity_id, []).append(
-                EntityRelation(relation=relation, other=other))
-        out = []
+        for start in range(0, len(rows), _CHUNK):
+            ids = [r[0] for r in rows[start:start + _CHUNK]]
+            marks = ",".join("?" * len(ids))
+            for entity_id, alias in self.conn.execute(
+                    f"SELECT entity_id, alias FROM entity_aliases WHERE entity_id IN ({marks}) "
+                    "ORDER BY entity_id, alias", ids):
+                aliases.setdefault(entity_id, []).append(alias)
+            # Only this side of each relation: the other side's record carries its own.
+            for entity_id, relation, other in self.conn.execute(
+                    f"SELECT r.a, r.relation, e.name FROM entity_relations r JOIN entities e "
+                    f"ON e.id = r.b WHERE r.a IN ({marks}) ORDER BY r.a, r.created_at", ids):
+                relations.setdefault(entity_id, []).append(
+                    EntityRelation(relation=relation, other=other))
         for entity_id, name, kind, attributes, first, last, manual in rows:
             names = aliases.get(entity_id)
             if names:
                 key = _norm(name)
                 names = [a for a in names if a != key]
-            out.append(EntityRecord(
+            cache.put(entity_id, sort_key(entity_id, last, manual), EntityRecord(
                 name=name, kind=kind, aliases=names or [],
                 # Most entities have no attributes: no JSON to parse for them.
                 attributes=json.loads(attributes) if attributes != "{}" else {},
@@ -462,7 +493,13 @@ class EntityKeeper:
                 # count of its links): a third fewer bytes in every push of the state.
                 first_mentioned=float(int(first or 0)), last_mentioned=float(int(last or 0)),
                 manual=bool(manual)))
-        return out
+
+    def _touch(self, entity_id: int) -> None:
+        """This entity's record changed (a write of ours): read it again at the next
+        records()."""
+        cache = self.store.entity_records
+        if cache is not None:
+            cache.touched.add(entity_id)
 
     def install(self, records: list[EntityRecord], now: float) -> int:
         """Join records (another device's, a restore's) into ours: unknown entities are added,
@@ -482,6 +519,7 @@ class EntityKeeper:
                 "MIN(COALESCE(first_mentioned, ?1), ?1), last_mentioned = "
                 "MAX(COALESCE(last_mentioned, ?2), ?2) WHERE id = ?3 AND ?1 > 0",
                 (rec.first_mentioned, rec.last_mentioned, entity_id))
+            self._touch(entity_id)
         for rec in records:          # second pass: every target exists now
             a = self.find(rec.name)
             for rel in rec.relations:

@@ -66,6 +66,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         # every CLI start.
         self.corpus_cache: Any = None
         self.tree_rows: Optional[TreeRows] = None   # tree_nodes once read (store.tree_rows)
+        self.entity_records: Any = None             # store.entity_records.RecordCache
 
     def close(self) -> None:
         self.save_link_cursor()
@@ -116,6 +117,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
             self._warm_total = None        # it may count rows the rollback takes back
             self._last_commit = None
             self._pending = self.entity_cache = self.tree_rows = None     # the same
+            self.entity_records = None
             self.link_cursor = self.link_cursor_saved = None
             # SQLite may have rolled back already (disk full, I/O error); a failed COMMIT
             # must not leave the transaction open for the next caller to join.
@@ -448,7 +450,7 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         """Delete every row of this agent's memory (a revoked device, restore --force);
         `keep_settings` names kv entries to keep (restore keeps the keys it just unlocked)."""
         self._pending = self.link_cursor = self.link_cursor_saved = self.tree_rows = None
-        self.entity_cache = None
+        self.entity_cache = self.entity_records = None
         # The entity graph and the proposals are the owner's too (names, relations, what a
         # sub-agent proposed); the links point at facts by rowid, which new facts reuse.
         for table in ("facts", "facts_fts", "fts_pending", "tree_nodes", "hot_state", "outbox",
