@@ -215,6 +215,7 @@ def rotate_key(mem: "Memory", passphrase: Optional[str], recovery_key: Optional[
 
 def sync(mem: "Memory", remote: Any = None) -> Any:
     """Push the outbox, pull, continue a pending re-seal; count it in metrics."""
+    from evoclaw_memory.cloud.keys import KV_RESEAL
     def count_it() -> None:
         mem.store.incr_metric("syncs")
         mem.store.set_metric("last_sync", mem.clock())
@@ -224,7 +225,8 @@ def sync(mem: "Memory", remote: Any = None) -> Any:
         retire_old_id(mem, scoped)      # after a restore that could not do it: one request
         # Counted in the commit that records the cloud's answer: one fsync less per sync.
         report = mem.sync_engine(scoped).sync(on_acknowledged=count_it)
-        mem.reseal(scoped)         # after a key init/rotate: no-op once complete
+        if mem.store.get_setting(KV_RESEAL):
+            mem.reseal(scoped)     # after a key init/rotate, until it is complete
     return report
 
 
