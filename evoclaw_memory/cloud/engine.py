@@ -241,16 +241,19 @@ class SyncEngine:
                 queued = {f.id for f in facts}
                 page, resync_at = self._resync_page(self.batch_size - len(facts))
                 facts += [f for f in page if f.id not in queued]
-            expected = int(self.store.get_setting(KV_REMOTE_VERSION) or 0)
-            nonce_before = self.store.get_setting(KV_STATE_NONCE) or None
-            cursor = int(self.store.get_setting(KV_PULL_CURSOR) or 0)
+            # The version and cursors this round pushes against, in one read.
+            kv = self.store.get_settings(KV_REMOTE_VERSION, KV_STATE_NONCE, KV_PULL_CURSOR,
+                                         KV_TOMBSTONE_CURSOR, KV_CHANGE_CURSOR)
+            expected = int(kv.get(KV_REMOTE_VERSION) or 0)
+            nonce_before = kv.get(KV_STATE_NONCE) or None
+            cursor = int(kv.get(KV_PULL_CURSOR) or 0)
             # New facts change the tree's counts, so the state goes with every batch of facts
             # (remember() queues the fact alone; see WarmKeeper.insert).
             # A forget changes the counts too (ControlKeeper.forget queues no state entry).
             state = self.local.critical_state() if state_entry is not None or facts or forgets \
                 else None
-            tomb_cursor = int(self.store.get_setting(KV_TOMBSTONE_CURSOR) or 0)
-            change_cursor = int(self.store.get_setting(KV_CHANGE_CURSOR) or 0)
+            tomb_cursor = int(kv.get(KV_TOMBSTONE_CURSOR) or 0)
+            change_cursor = int(kv.get(KV_CHANGE_CURSOR) or 0)
             # Unavailable propagates: nothing was acknowledged, the outbox keeps the work.
             sent_at = self._device_time()
             try:

@@ -323,7 +323,9 @@ class EntityKeeper:
                 "first_mentioned = MIN(COALESCE(first_mentioned, ?2), ?2), "
                 "last_mentioned = MAX(COALESCE(last_mentioned, ?2), ?2) WHERE id = ?1",
                 (entity_id, created_at))
-            self._touch(entity_id)
+            cache = self.store.entity_records
+            if cache is not None:
+                cache.mentioned(entity_id, created_at)
         elif role != "mention":
             # Already linked: keep the strongest role (speaker > subject > mention).
             self.conn.execute(
@@ -492,7 +494,7 @@ class EntityKeeper:
                 # Whole seconds; `mentions` stays home (install() keeps each device's own
                 # count of its links): a third fewer bytes in every push of the state.
                 first_mentioned=float(int(first or 0)), last_mentioned=float(int(last or 0)),
-                manual=bool(manual)))
+                manual=bool(manual)), first, last)
 
     def _touch(self, entity_id: int) -> None:
         """This entity's record changed (a write of ours): read it again at the next

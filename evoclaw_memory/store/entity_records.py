@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+import msgspec
+
 from evoclaw_memory.models import EntityRecord
 
 # ORDER BY manual DESC, last_mentioned DESC, id as a Python sort key (a NULL last_mentioned
@@ -39,11 +41,32 @@ class RecordCache:
 
     def __init__(self, version: int):
         self.version = version
-        self.records: dict[int, tuple[SortKey, EntityRecord]] = {}
+        # id -> (place, record, first_mentioned, last_mentioned as stored)
+        self.records: dict[int, tuple[SortKey, EntityRecord, Optional[float],
+                                      Optional[float]]] = {}
         self.touched: set[int] = set()
 
-    def put(self, entity_id: int, key: SortKey, record: EntityRecord) -> None:
-        self.records[entity_id] = (key, record)
+    def put(self, entity_id: int, key: SortKey, record: EntityRecord, first: Optional[float],
+            last: Optional[float]) -> None:
+        self.records[entity_id] = (key, record, first, last)
+
+    def mentioned(self, entity_id: int, at: float) -> None:
+        """EntityKeeper.link_fact counted a mention at `at`: first_mentioned and
+        last_mentioned move as its UPDATE moves them (MIN / MAX over COALESCE), here without
+        SQL, the common change between two pushes. An entity not kept is read again."""
+        kept = self.records.get(entity_id)
+        if kept is None:
+            self.touched.add(entity_id)
+            return
+        key, record, first, last = kept
+        manual = -key[0]
+        at = float(at)                          # the REAL column's value
+        first = at if first is None else min(first, at)
+        last = at if last is None else max(last, at)
+        # A new record, not a changed one: lists returned before hold the old one.
+        record = msgspec.structs.replace(record, first_mentioned=float(int(first)),
+                                         last_mentioned=float(int(last)))
+        self.records[entity_id] = (sort_key(entity_id, last, manual), record, first, last)
 
     def first(self, limit: int) -> list[EntityRecord]:
         """The first `limit` records in order; the rest are let go (see the module's
@@ -51,4 +74,4 @@ class RecordCache:
         ranked = sorted(self.records.items(), key=lambda item: item[1][0])[:limit]
         if len(ranked) < len(self.records):
             self.records = dict(ranked)
-        return [record for _, (_, record) in ranked]
+        return [kept[1] for _, kept in ranked]

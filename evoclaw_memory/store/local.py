@@ -433,6 +433,11 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
         row = self.conn.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
+    def get_settings(self, *keys: str) -> dict[str, str]:
+        """key -> value of the given keys that are set, in one query."""
+        return dict(self.conn.execute(
+            f"SELECT key, value FROM kv WHERE key IN ({','.join('?' * len(keys))})", keys))
+
     def set_setting(self, key: str, value: str) -> None:
         if key == KV_CURSOR:
             self.link_cursor = self.link_cursor_saved = int(value)
