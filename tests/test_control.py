@@ -129,19 +129,34 @@ def test_export_import_round_trip_byte_for_byte(mem, tmp_path):
     mem.supersede(b.id, c.id)
     mem.edit(a.id, text="Luna is allergic to peanuts and cashews 花生")
     mem.retrieve("peanuts")
+    # Hot memory and the entity graph travel too (SPEC §5b: a round trip that loses nothing).
+    mem.update_hot("identity", {"owner_name": "Sam"})
+    mem.update_hot("task", {"text": "Book Luna's allergy check"})
+    mem.add_entity("Dr Okafor", "people", {"phone": "0161 555 0199"})
+    mem.link("Luna", "Dr Okafor", "patient")
     first = _export(mem)
     path = tmp_path / "export.jsonl"
     assert mem.export(path) == 3 and path.read_text() == first
     with Memory.open("sam", home=tmp_path / "fresh") as fresh:
         report = fresh.import_jsonl(path)
-        assert report == {"facts": 3, "skipped": 0, "forgotten": 0, "versions": 1}
+        assert report == {"facts": 3, "skipped": 0, "forgotten": 0, "versions": 1,
+                          "entities": len(mem.entities()), "hot": 1}
         assert _export(fresh) == first
-        assert fresh.import_jsonl(path)["skipped"] == 3      # known ids are skipped
+        assert fresh.hot == mem.hot
+        okafor = fresh.entity("Dr Okafor")
+        assert okafor.attributes == {"phone": "0161 555 0199"}
+        assert fresh.entity("Luna").facts == [a.id]            # linked at the import
+        assert ("patient", "Dr Okafor") in {(r.relation, r.other)
+                                             for r in fresh.entity("Luna").relations}
+        again = fresh.import_jsonl(path)                      # known ids are skipped
+        assert (again["skipped"], again["entities"], again["hot"]) == (3, 0, 0)
         assert fresh.history(a.id).versions[0].text == "Luna is allergic to peanuts 花生"
         assert fresh.store.outbox_depth() >= 3               # they go to the cloud
     md = io.StringIO()
     mem.export(md, format="markdown")
     assert "## health/allergies" in md.getvalue() and "cashews" in md.getvalue()
+    assert "- [ ] Book Luna's allergy check" in md.getvalue()
+    assert "- **Dr Okafor** (people); phone: 0161 555 0199" in md.getvalue()
     with Memory.open("sam", home=tmp_path / "bad") as bad:
         broken = first.replace('"importance":0.85', '"importance":"high"')
         with pytest.raises(ValidationError, match="line"):
@@ -192,6 +207,67 @@ def test_export_carries_changed_at_and_an_older_export_still_imports(mem, tmp_pa
         assert broken != first
         with pytest.raises(ValidationError, match="changed_at"):
             bad.import_jsonl(io.StringIO(broken))
+
+
+def test_an_import_merges_hot_memory_and_refuses_bad_graph_lines(mem, tmp_path):
+    """Into a memory with its own hot state, an export's is merged (the newest change of each
+    field, every entry of both); a version 1 file (nodes and facts only) still imports; a bad
+    hot or entity line names its line and writes nothing."""
+    mem.update_hot("task", {"text": "Water the tomatoes"})
+    mem.update_hot("identity", {"owner_name": "Sam"})
+    mem.remember("Luna is allergic to peanuts", category="health/allergies")
+    first = _export(mem)
+    with Memory.open("sam", home=tmp_path / "own") as own:
+        own.update_hot("task", {"text": "Renew the passport"})
+        own.update_hot("identity", {"owner_name": "Samantha"})     # the newer change
+        report = own.import_jsonl(io.StringIO(first))
+        assert report["hot"] == 1 and report["facts"] == 1
+        assert {t.text for t in own.hot.active_context.tasks} == {"Water the tomatoes",
+                                                                   "Renew the passport"}
+        assert own.hot.identity.owner_name == "Samantha"
+        assert "Water the tomatoes" in own.config.memory_md_path.read_text()
+    lines = [json.loads(line) for line in first.splitlines()]
+    v1 = [dict(d, version=1) if d["type"] == "header" else d for d in lines
+          if d["type"] not in ("hot", "entity")]
+    with Memory.open("sam", home=tmp_path / "v1") as old:
+        report = old.import_jsonl(io.StringIO("\n".join(json.dumps(d) for d in v1)))
+        assert (report["facts"], report["hot"]) == (1, 0)
+        assert old.entity("Luna").facts                     # linked all the same
+    hot_at = next(i for i, d in enumerate(lines) if d["type"] == "hot") + 1
+    entity_at = next(i for i, d in enumerate(lines) if d["type"] == "entity") + 1
+    bad_hot = [dict(d, state={**d["state"], "clock": {"identity.owner_name": -5}})
+               if d["type"] == "hot" else d for d in lines]
+    bad_entity = [dict(d, kind="spaceship") if i + 1 == entity_at else d
+                  for i, d in enumerate(lines)]
+    extra_hot = lines[:hot_at] + [lines[hot_at - 1]] + lines[hot_at:]
+    for broken, where in ((bad_hot, hot_at), (bad_entity, entity_at), (extra_hot, hot_at + 1)):
+        with Memory.open("sam", home=tmp_path / f"bad{where}") as bad:
+            with pytest.raises(ValidationError, match=f"line {where}:"):
+                bad.import_jsonl(io.StringIO("\n".join(json.dumps(d) for d in broken)))
+            assert bad.store.count_facts() == 0 and bad.hot == type(bad.hot)()
+            assert bad.entities() == []
+
+
+def test_a_big_import_links_a_bounded_part_now_and_the_export_the_rest(mem, tmp_path,
+                                                                      monkeypatch):
+    """An import links at most LINKED_AT_IMPORT facts before it returns (a 100k-fact export
+    would take ~10 s more); the rest wait as after a full restore, and an export links them
+    first, so the round trip still gives the same bytes."""
+    from evoclaw_memory.lifecycle import entities as lifecycle_entities
+    from evoclaw_memory.lifecycle import exchange
+    names = ["Priya Shah", "Tomasz Nowak", "Aiko Tanaka", "Bongani Dube", "Ines Garcia"]
+    for name in names:
+        mem.remember(f"{name} joined the allotment society", category="people")
+    first = _export(mem)
+    monkeypatch.setattr(exchange, "LINKED_AT_IMPORT", 2)
+    monkeypatch.setattr(lifecycle_entities, "CATCH_UP_BATCH", 1)
+    with Memory.open("sam", home=tmp_path / "big") as big:
+        big.import_jsonl(io.StringIO(first))
+        linked = [n for n in names if big.entity_keeper.find(n) is not None
+                  and big.entity(n).facts]
+        assert len(linked) == 2
+        assert _export(big) == first
+        assert all(big.entity(n).facts for n in names)
 
 
 facts_strategy = st.lists(st.tuples(

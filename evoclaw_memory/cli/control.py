@@ -177,7 +177,8 @@ def unsupersede(ctx: click.Context, fact_id: str) -> None:
 @common_options
 @click.pass_context
 def export(ctx: click.Context, fmt: str, output: Optional[str]) -> None:
-    """Export every fact (jsonl: for `import`, loses nothing; markdown: for reading)."""
+    """Export the memory: facts, tree, hot memory, entities (jsonl: for `import`, loses
+    nothing; markdown: for reading)."""
     with open_memory(ctx) as mem:
         if output is None:
             mem.export(sys.stdout, format=fmt)
@@ -192,12 +193,16 @@ def export(ctx: click.Context, fmt: str, output: Optional[str]) -> None:
 @common_options
 @click.pass_context
 def import_(ctx: click.Context, file: str) -> None:
-    """Import a jsonl export (ids already here are skipped; facts go to the cloud next sync)."""
+    """Import a jsonl export (ids already here are skipped, hot memory is merged; facts go to
+    the cloud next sync)."""
     with open_memory(ctx) as mem:
         report = mem.import_jsonl(sys.stdin if file == "-" else file)
     emit(ctx, report, lambda: click.echo(
         f"imported {report['facts']} fact(s), skipped {report['skipped']} already here"
-        + (f", {report['forgotten']} forgotten" if report["forgotten"] else "")))
+        + (f", {report['forgotten']} forgotten" if report["forgotten"] else "")
+        + (f", {report['entities']} new entit{'y' if report['entities'] == 1 else 'ies'}"
+           if report["entities"] else "")
+        + (", hot memory merged" if report["hot"] else "")))
 
 
 COMMANDS = (list_, edit, forget, history, unsupersede, export, import_)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Optional, Union, cast
 
 from evoclaw_memory import validate
 from evoclaw_memory.errors import ValidationError
@@ -19,6 +19,7 @@ from evoclaw_memory.tiers import tree as tree_rules
 
 if TYPE_CHECKING:
     from evoclaw_memory.config import Config
+    from evoclaw_memory.memory import Memory
     from evoclaw_memory.store.control import ControlKeeper, FactHistory
     from evoclaw_memory.store.local import LocalStore
     from evoclaw_memory.store.tree_keeper import TreeKeeper
@@ -174,19 +175,22 @@ class OwnerControl:
         return moved
 
     def export(self, target: Union[str, Path, IO[str]], format: str = "jsonl") -> int:
-        """Write every fact (with its versions) to a path or a text stream: "jsonl" (for
-        import_jsonl: loses nothing) or "markdown" (for reading). Returns the facts written."""
+        """Write the memory to a path or a text stream: "jsonl" (for import_jsonl: loses
+        nothing: every fact with its versions, the tree, hot memory, the entity graph) or
+        "markdown" (for reading). Returns the facts written."""
         from evoclaw_memory.lifecycle import exchange
         if format not in ("jsonl", "markdown"):
             raise ValidationError(f"format must be jsonl or markdown, not {format!r}")
-        return exchange.export(self, target, format)
+        return exchange.export(cast("Memory", self), target, format)
 
     def import_jsonl(self, source: Union[str, Path, IO[str]]) -> dict[str, int]:
         """Load an export (a path or a text stream): every line validated before anything is
-        written, then one transaction; ids already here are skipped. The facts are queued for
-        the cloud. Returns {'facts', 'skipped', 'forgotten', 'versions'}."""
+        written, then one transaction; ids already here are skipped, hot memory is merged and
+        entities joined. The facts are queued for the cloud and linked to their entities.
+        Returns {'facts', 'skipped', 'forgotten', 'versions', 'entities' (new ones), 'hot'
+        (1 if hot memory changed)}."""
         from evoclaw_memory.lifecycle import exchange
-        return exchange.import_jsonl(self, source)
+        return exchange.import_jsonl(cast("Memory", self), source)
 
     def apply_tombstones(self, ids: list[str]) -> int:
         """Delete facts another device forgot (pulled tombstones); not queued back."""

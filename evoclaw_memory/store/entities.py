@@ -463,6 +463,19 @@ class EntityKeeper:
         cache.touched = set()
         return cache.first(ENTITY_SYNC_MAX)
 
+    def every_record(self) -> list[EntityRecord]:
+        """Every entity as a record (an export's entity lines), by name, with its relations
+        by label and other: two memories holding the same graph give the same records,
+        whatever order they learnt it in."""
+        scratch = RecordCache(0)            # fresh records, not the kept ones: sorted here
+        self._read_records(scratch, self.conn.execute(
+            f"SELECT {_RECORD_COLS} FROM entities").fetchall())
+        out = []
+        for _, record, _, _ in scratch.records.values():
+            record.relations.sort(key=lambda r: (r.relation, r.other))
+            out.append(record)
+        return sorted(out, key=lambda r: _norm(r.name))
+
     def _read_records(self, cache: RecordCache, rows: list[tuple]) -> None:
         """Build the records of these entities rows (_RECORD_COLS) into the cache."""
         import json

@@ -192,6 +192,14 @@ TOMBSTONE_DAYS = 30        # how long a removal is remembered for merging with o
 TOMBSTONE_MAX = 64
 
 
+def within_limits(state: HotState) -> bool:
+    """Whether prune() would drop no entry (a state from elsewhere: an import)."""
+    ctx = state.active_context
+    return (len(state.critical_lessons) <= HOT_MAX_LESSONS and len(ctx.events) <= HOT_MAX_EVENTS
+            and len(ctx.tasks) <= HOT_MAX_PENDING_TASKS and len(ctx.projects) <= HOT_MAX_PROJECTS
+            and state_size(state) <= HOT_MAX_BYTES)
+
+
 def prune(state: HotState, now: float) -> HotState:
     """Enforce the count limits, then drop entries until the size fits (SPEC §1 order)."""
     import copy
