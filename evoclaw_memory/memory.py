@@ -542,9 +542,15 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         return self.linked(intake.insert_pulled(self.warm, facts, self.clock()))
 
     def apply_changes(self, facts: list[Fact]) -> int:
-        """Take other devices' newer versions of facts held here (pulled; not queued back)."""
+        """Take other devices' newer versions of facts held here (pulled; not queued back);
+        a changed text brings its entity links along."""
         from evoclaw_memory.store import intake
-        return self.linked(intake.apply_changed(self.warm, facts, self.clock()))
+        with self.store.transaction():
+            before = {f.id: f.text for f in self.store.facts_by_ids([f.id for f in facts])}
+            changed = intake.apply_changed(self.warm, facts, self.clock())
+            if changed:
+                self.relink(before)
+        return self.linked(changed)
 
     def install_state(self, state, keep_counts: bool) -> None:
         """Replace hot memory and the tree with a restored critical state."""

@@ -314,3 +314,27 @@ def test_entity_records_kept_between_pushes_are_what_sql_gives(mem, clock, monke
         assert other.entity_cache is None and thing().kind == "tools"
     finally:
         other.close()
+
+
+def test_an_edit_moves_the_facts_links_to_the_new_text(mem):
+    """An owner's correction of a name: the fact leaves the old name's entity (gone when no
+    other fact names it and the owner did not add it) and joins the new one; counts stay
+    exact, and context() no longer offers the old name."""
+    fixed = mem.remember("Zebulon Quagmire fixed the bike on Sunday", category="people")
+    tea = mem.remember("Zebulon Quagmire likes green tea", category="people")
+    mem.add_entity("Hattie Fairweather", "people")
+    lunch = mem.remember("Lunch with Hattie Fairweather on Friday", category="people")
+    mem.edit(fixed.id, text="Ignatius Blackwood fixed the bike on Sunday")
+    assert mem.entity("Ignatius Blackwood").facts == [fixed.id]
+    zeb = mem.entity("Zebulon Quagmire")
+    assert zeb.facts == [tea.id] and zeb.mentions == 1
+    mem.edit(tea.id, text="Ignatius Blackwood likes green tea")
+    assert "Zebulon Quagmire" not in names(mem)
+    ign = mem.entity("Ignatius Blackwood")
+    assert set(ign.facts) == {fixed.id, tea.id} and ign.mentions == 2
+    mem.edit(lunch.id, text="Lunch with the neighbours on Friday")
+    hattie = mem.entity("Hattie Fairweather")               # the owner's own entity stays
+    assert hattie.facts == [] and hattie.mentions == 0
+    assert "Zebulon" not in mem.context("who fixed the bike?")
+    mem.edit(fixed.id, importance=0.9)                       # no new text: links untouched
+    assert set(mem.entity("Ignatius Blackwood").facts) == {fixed.id, tea.id}

@@ -111,8 +111,13 @@ class OwnerControl:
             from evoclaw_memory.distill.metadata import extract_metadata, merge_metadata
             found = extract_metadata(new_text)
             new_meta = merge_metadata(fact.metadata, found) if not found.is_empty() else None
-        return self.control.edit(fact, who, self.clock(), text=new_text, category=new_category,
-                                 importance=new_importance, metadata=new_meta)
+        with self.store.transaction():
+            edited = self.control.edit(fact, who, self.clock(), text=new_text,
+                                       category=new_category, importance=new_importance,
+                                       metadata=new_meta)
+            # The entity graph follows a corrected text ("Zeb" -> "Zed"): one transaction.
+            cast("Memory", self).relink({fact.id: fact.text})
+        return edited
 
     def forget(self, fact_id_: Union[str, Iterable[str]], *, by: str = "manual") -> list[str]:
         """Erase a fact (or several) here, and from the cloud and the other devices through

@@ -138,6 +138,33 @@ class EntityGraph:
             if batch is not None:
                 return linked
 
+    def relink(self, old_texts: dict[str, str]) -> int:
+        """Facts whose text changed (an owner's edit, another device's version): their links
+        follow the new text. `old_texts`: id -> the text before the change. A name only the
+        old text held goes with it (as a forget's does), one the new text holds is linked.
+        Facts not linked yet are left to the linking pass, which reads their text as it is.
+        Returns how many facts were linked again."""
+        ids = list(old_texts)
+        if not ids:
+            return 0
+        store = self.store
+        relinked = 0
+        with store.transaction(), store.warm_neutral():
+            cursor = linked_upto(store)
+            keeper = self.entity_keeper
+            now = self.clock()
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                for rowid, fid, text, created_at, speaker in store.conn.execute(
+                        "SELECT rowid, id, text, created_at, speaker FROM facts WHERE id IN "
+                        f"({','.join('?' * len(chunk))})", chunk).fetchall():
+                    if old_texts[fid] == text or rowid > cursor:
+                        continue
+                    keeper.unlink_rowids([rowid])
+                    _link_one(keeper, rowid, text, created_at, now, speaker)
+                    relinked += 1
+        return relinked
+
     def _link_fresh(self) -> Optional[int]:
         """Link the facts this transaction stored when they are the only ones not linked
         yet (the common case: remember() on a store with no backlog), from the facts in

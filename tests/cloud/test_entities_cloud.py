@@ -74,3 +74,25 @@ def test_restore_over_a_memory_keeps_none_of_its_old_entities(fresh_db, tmp_path
             assert {e.name for e in b.critical_state().entities} == names
     finally:
         remote.close()
+
+
+def test_another_devices_edit_moves_the_links_here_too(fresh_db, tmp_path):
+    """A correction made on one device reaches the other through the change feed, and the
+    other's entity graph follows the new text as the editing device's does."""
+    url, token = fresh_db
+    remote = SqlRemote(HranaClient(url, token, timeout=5, retries=0), label=url)
+    try:
+        with Memory.open("sam", home=tmp_path / "a") as a, \
+                Memory.open("sam", home=tmp_path / "b") as b:
+            fact = a.remember("Zebulon Quagmire fixed the bike on Sunday", category="people")
+            a.sync(remote=remote)
+            b.sync(remote=remote)
+            assert b.entity("Zebulon Quagmire").facts == [fact.id]
+            a.edit(fact.id, text="Ignatius Blackwood fixed the bike on Sunday")
+            a.sync(remote=remote)
+            b.sync(remote=remote)
+            assert b.get(fact.id).text.startswith("Ignatius Blackwood")
+            assert b.entity("Ignatius Blackwood").facts == [fact.id]
+            assert "Zebulon Quagmire" not in {e.name for e in b.entities()}
+    finally:
+        remote.close()
