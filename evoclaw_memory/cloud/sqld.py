@@ -34,6 +34,9 @@ from evoclaw_memory import durable
 # where the launcher's callers look for them.
 from evoclaw_memory.errors import LauncherError, PortInUseError  # noqa: F401
 
+# Namespaces one server keeps in memory (see _spawn): far more than a test session makes.
+MAX_ACTIVE_NAMESPACES = 100_000
+
 START_TIMEOUT = 15.0  # seconds; sqld is usually ready in under half a second
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL (sqld's own default grace is 30 s)
 _ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
@@ -368,7 +371,12 @@ class SqldServer:
         if self.auth:
             cmd += ["--auth-jwt-key-file", str(self.data_dir / "keys" / "jwt_public.pem")]
         if self.namespaces:
-            cmd += ["--enable-namespaces", "--admin-listen-addr", f"{self.host}:{self.admin_port}"]
+            cmd += ["--enable-namespaces", "--admin-listen-addr", f"{self.host}:{self.admin_port}",
+                    # sqld keeps 100 namespaces in memory by default, and past that it now and
+                    # then answers a request to a namespace it has just created with "doesn't
+                    # exist" (HTTP 404): 3 of 260 new namespaces, each used at once, in a
+                    # stress run; 0 with this. A test session makes ~170.
+                    "--max-active-namespaces", str(MAX_ACTIVE_NAMESPACES)]
         # Settings inherited from the caller's environment (SQLD_*) would silently change
         # what this server does; the command line above is the whole configuration.
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SQLD_", "LIBSQL_"))}
