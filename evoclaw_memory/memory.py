@@ -556,7 +556,7 @@ class Memory(OwnerControl, VaultControl, GateControl, AudienceControl, EntityGra
         """Replace hot memory and the tree with a restored critical state."""
         from evoclaw_memory.store import intake
         intake.install_state(self.warm, state, keep_counts, self.clock())
-        self.install_entities(state.entities)
+        self.install_entities(state.entities, state.entity_removals)
 
     def bulk_insert(self, facts: list[Fact], tier_by_score: bool) -> int:
         """Insert restored facts quickly (no outbox: they came from the cloud)."""

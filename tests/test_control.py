@@ -270,6 +270,21 @@ def test_a_big_import_links_a_bounded_part_now_and_the_export_the_rest(mem, tmp_
         assert all(big.entity(n).facts for n in names)
 
 
+def test_an_export_carries_the_owners_entity_removals(mem, clock, tmp_path):
+    """A name the owner removed from the graph stays removed in the imported memory: its
+    removal travels in the export, and the import does not link it again from the facts."""
+    mem.remember("Zebulon Quagmire fixed the bike on Sunday", category="people")
+    clock.advance(1)
+    assert mem.remove_entity("Zebulon Quagmire")
+    first = _export(mem)
+    assert '"type":"removed","names":{"zebulon quagmire":' in first
+    with Memory.open("sam", home=tmp_path / "fresh", clock=clock) as fresh:
+        fresh.import_jsonl(io.StringIO(first))
+        assert "Zebulon Quagmire" not in {e.name for e in fresh.entities()}
+        assert fresh.entity_removals() == mem.entity_removals()
+        assert _export(fresh) == first
+
+
 facts_strategy = st.lists(st.tuples(
     st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=60)
     .filter(lambda t: t.strip()),

@@ -338,3 +338,30 @@ def test_an_edit_moves_the_facts_links_to_the_new_text(mem):
     assert "Zebulon" not in mem.context("who fixed the bike?")
     mem.edit(fixed.id, importance=0.9)                       # no new text: links untouched
     assert set(mem.entity("Ignatius Blackwood").facts) == {fixed.id, tea.id}
+
+
+def test_a_removed_entity_stays_removed_until_it_is_named_again(mem, clock):
+    """remove_entity is sticky, as a forget is: linking a fact said before the removal again
+    (an edit, a restore, a pulled copy) does not bring the name back; a fact said after it,
+    or the owner adding it by hand, does."""
+    bike = mem.remember("Zebulon Quagmire fixed the bike on Sunday", category="people")
+    clock.advance(60)
+    assert mem.remove_entity("Zebulon Quagmire")
+    assert "zebulon quagmire" in mem.entity_removals()
+    mem.edit(bike.id, text="Zebulon Quagmire fixed the red bike on Sunday")   # linked again
+    assert "Zebulon Quagmire" not in names(mem)
+    # the record of another device (or an old export) that holds it from before: not taken
+    from evoclaw_memory.models import EntityRecord
+    before = clock() - 30
+    assert mem.install_entities([EntityRecord(name="Zebulon Quagmire", kind="people",
+                                              first_mentioned=before,
+                                              last_mentioned=before)]) == 0
+    assert "Zebulon Quagmire" not in names(mem)
+    clock.advance(60)
+    later = mem.remember("Zebulon Quagmire is back from Lisbon", category="people")
+    assert mem.entity("Zebulon Quagmire").facts == [later.id]
+    assert mem.remove_entity("Zebulon Quagmire")
+    clock.advance(60)
+    mem.add_entity("Zebulon Quagmire", "people")             # the owner's own, later
+    assert "Zebulon Quagmire" in names(mem)
+    assert "Zebulon Quagmire" in {r.name for r in mem.critical_state().entities}

@@ -25,6 +25,8 @@ class CriticalState(msgspec.Struct, omit_defaults=True):
     updated_at: float = 0.0
     device_id: str = ""
     entities: list[EntityRecord] = []     # the entity graph (issue 18); links are rebuilt
+    # Names the owner removed from the graph, with when (store.entities.KV_REMOVALS).
+    entity_removals: dict[str, float] = {}
 
 
 _state_decoder = msgspec.json.Decoder(CriticalState)

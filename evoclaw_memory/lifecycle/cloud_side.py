@@ -323,7 +323,7 @@ def critical_state(mem: "Memory") -> Any:
     from evoclaw_memory.cloud.remote import CriticalState
     return CriticalState(hot=mem.store.load_hot(), tree=mem.store.tree_nodes(),
                          updated_at=mem.clock(), device_id=device_id(mem.store),
-                         entities=mem.entity_records())
+                         entities=mem.entity_records(), entity_removals=mem.entity_removals())
 
 
 def adopt_remote_state(mem: "Memory", remote_state: Any) -> bool:
@@ -338,11 +338,14 @@ def adopt_remote_state(mem: "Memory", remote_state: Any) -> bool:
         # their nodes join ours only within the limits
         mem.trees.join(nodes, merge_tree(nodes, remote_state.tree), now, op="sync.merge")
         store.audit("sync.merge", "hot", f"remote device {remote_state.device_id}", now)
-    mem.install_entities(remote_state.entities)
+    mem.install_entities(remote_state.entities, remote_state.entity_removals)
     mem.write_memory_md()
     ours = {n.path for n in store.tree_nodes()}
     theirs = {n.path for n in remote_state.tree}
-    return not same_state(merged, remote_state.hot) or not ours <= theirs
+    # A removal theirs lacks must reach the cloud, or its next adopter brings the name back.
+    removals_owed = any(remote_state.entity_removals.get(key, float("-inf")) < when
+                        for key, when in mem.entity_removals().items())
+    return not same_state(merged, remote_state.hot) or not ours <= theirs or removals_owed
 
 
 def rename_device(mem: "Memory", device: str, name: str, remote: Any = None) -> bool:

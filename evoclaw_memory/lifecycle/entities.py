@@ -66,6 +66,7 @@ class EntityGraph:
         keeper = self.entity_keeper
         with self.store.transaction():
             found = keeper.ensure(name, kind, now, manual=True, attributes=attributes)
+            keeper.owner_mentioned(found, now)   # newer than a removal made before it
             self.store.enqueue_state(now)        # entities travel in the critical state
             self.store.audit("entity.add", name, kind, now)
         return keeper.get(found)
@@ -88,12 +89,16 @@ class EntityGraph:
             if ids[0] == ids[1]:
                 raise ValidationError("an entity cannot be related to itself")
             keeper.relate(ids[0], ids[1], relation, now)
+            for entity_id in ids:
+                keeper.owner_mentioned(entity_id, now)
             self.store.enqueue_state(now)
             self.store.audit("entity.link", a, f"{relation} -> {b}", now)
         return keeper.get(ids[0])
 
     def remove_entity(self, name: str) -> bool:
-        """Remove an entity, its aliases, links and relations (its facts stay)."""
+        """Remove an entity, its aliases, links and relations (its facts stay). Sticky, as a
+        forget is (store.entities.KV_REMOVALS): linking does not bring it back from a fact
+        said before now, and other devices remove it too."""
         name = validate.entity_name(name)
         now = self.clock()
         keeper = self.entity_keeper
@@ -101,6 +106,9 @@ class EntityGraph:
             found = keeper.find(name)
             if found is None:
                 return False
+            names = [r[0] for r in self.store.conn.execute(
+                "SELECT alias FROM entity_aliases WHERE entity_id = ?", (found,))]
+            keeper.note_removed({key: now for key in names})
             keeper.remove(found)
             save_linked_upto(self.store)    # facts linked before stay linked without it
             self.store.enqueue_state(now)
@@ -225,16 +233,29 @@ class EntityGraph:
     def entity_records(self) -> list[EntityRecord]:
         return self.entity_keeper.records()
 
-    def install_entities(self, records: list[EntityRecord]) -> int:
-        """Join entities another device (or a restore) carried; returns how many were new."""
+    def entity_removals(self) -> dict[str, float]:
+        """The names the owner removed, with when (the critical state carries them)."""
+        return self.entity_keeper.removals()
+
+    def install_entities(self, records: list[EntityRecord],
+                         removals: Optional[dict[str, float]] = None) -> int:
+        """Join entities another device (or a restore) carried, after its removals (what
+        they cover goes here too); returns how many were new."""
         now = self.clock()
         clean = []
         for rec in records:            # pulled rows pass validate.py like any input
             if validate.valid(validate.entity_name, rec.name) and \
                     validate.valid(validate.entity_kind, rec.kind):
                 clean.append(rec)
+        valid_removals = {key: when for key, when in (removals or {}).items()
+                          if validate.valid(validate.entity_name, key)
+                          and validate.valid(validate.timestamp, "removed", when)}
+        keeper = self.entity_keeper
         with self.store.transaction():
-            return self.entity_keeper.install(clean, now)
+            if valid_removals:
+                keeper.apply_removals(valid_removals)
+                save_linked_upto(self.store)    # facts linked before stay linked without them
+            return keeper.install(clean, now)
 
     # -- context ---------------------------------------------------------------------------
 
@@ -280,11 +301,14 @@ def _link_one(keeper: EntityKeeper, rowid: int, text: str, created_at: float, no
     # only storing a fact needs; `retrieve`, `context` and `hot` start without them.
     from evoclaw_memory.distill.entities import extract
     linked: set[int] = set()
-    if speaker and validate.valid(validate.entity_name, speaker):
+    if speaker and validate.valid(validate.entity_name, speaker) \
+            and not keeper.removed_since(speaker, created_at):
         entity_id = keeper.ensure(validate.entity_name(speaker), "people", now)
         keeper.link_fact(entity_id, rowid, "speaker", created_at)
         linked.add(entity_id)
     for m in extract(text):
+        if keeper.removed_since(m.name, created_at):
+            continue                    # the owner removed this name after it was said
         entity_id = keeper.ensure(m.name, m.kind, now)
         for alias in m.aliases:
             keeper.alias(entity_id, alias)

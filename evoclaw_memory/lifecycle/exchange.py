@@ -70,6 +70,12 @@ class ExportedEntity(msgspec.Struct, tag_field="type", tag="entity", forbid_unkn
     manual: bool = False
 
 
+class Removals(msgspec.Struct, tag_field="type", tag="removed", forbid_unknown_fields=True):
+    """The names the owner removed from the entity graph, with when (written when there are
+    any): an import does not link them again from the facts said before."""
+    names: dict[str, float]
+
+
 class ExportedFact(msgspec.Struct, tag_field="type", tag="fact", forbid_unknown_fields=True):
     id: str
     text: str
@@ -98,7 +104,8 @@ class ExportedFact(msgspec.Struct, tag_field="type", tag="fact", forbid_unknown_
 
 
 _encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder(Union[Header, Node, Hot, ExportedEntity, ExportedFact])
+_decoder = msgspec.json.Decoder(Union[Header, Node, Hot, ExportedEntity, Removals,
+                                      ExportedFact])
 
 
 class Export(msgspec.Struct):
@@ -107,6 +114,7 @@ class Export(msgspec.Struct):
     facts: list[ExportedFact]
     hot: Optional[HotState] = None          # None: a version 1 file
     entities: list[EntityRecord] = []
+    removals: dict[str, float] = {}
 
 
 @contextlib.contextmanager
@@ -149,6 +157,9 @@ def export(mem: "Memory", target: Union[str, Path, IO[str]], fmt: str) -> int:
         buffer += [_encoder.encode(ExportedEntity(
             r.name, r.kind, r.aliases, r.attributes, r.relations, r.first_mentioned,
             r.last_mentioned, r.manual)) for r in mem.entity_keeper.every_record()]
+        removals = mem.entity_removals()
+        if removals:
+            buffer.append(_encoder.encode(Removals(dict(sorted(removals.items())))))
         for row in store.conn.execute(f"SELECT {FACT_AND_FLAGS} FROM facts ORDER BY rowid"):
             f = fact_from_row(row)
             buffer.append(_encoder.encode(ExportedFact(
@@ -270,6 +281,11 @@ def read_export(source: Union[str, Path, IO[str]]) -> Export:
                     read.hot = _checked_hot(item.state)
                 elif isinstance(item, ExportedEntity):
                     read.entities.append(_checked_entity(item))
+                elif isinstance(item, Removals):
+                    for key, when in item.names.items():
+                        validate.entity_name(key, "removed name")
+                        validate.timestamp("removed at", when)
+                    read.removals.update(item.names)
                 else:
                     read.facts.append(_check(item))
             except ValidationError as exc:
@@ -355,6 +371,8 @@ def import_jsonl(mem: "Memory", source: Union[str, Path, IO[str]]) -> dict[str, 
         store.audit("import", "facts", f"{inserted} facts actor=manual", now)
         mem.trees.recount()
         hot = read.hot is not None and _import_hot(store, read.hot, now)
+        if read.removals:                       # before the records and the linking below
+            mem.entity_keeper.apply_removals(read.removals)
         entities = mem.entity_keeper.install(read.entities, now)
         store.enqueue_state(now)
     # The imported facts join their entities: up to LINKED_AT_IMPORT of them now, the rest

@@ -43,6 +43,12 @@ def norm(name: str) -> str:
 _norm = norm
 
 
+def _said_at(first: Optional[float], last: Optional[float]) -> float:
+    """When an entity was last mentioned (by a fact, or by the owner's own add or link: see
+    EntityKeeper.owner_mentioned), as removals are weighed against."""
+    return max(first or 0.0, last or 0.0)
+
+
 def lookup_keys(text: str, limit: int = 3_000) -> list[str]:
     """Keys under which known entities' names may appear in `text`: word runs of 1-3 words
     (lower case, possessive dropped) and 2-4 character runs of Chinese; at most `limit`."""
@@ -128,6 +134,29 @@ def save_linked_upto(store: LocalStore) -> None:
         set_linked_upto(store, ahead)
 
 
+# Names the owner removed from the graph (remove_entity), with when: a removal is sticky, as
+# a forget is. Linking does not bring a removed name back from a fact said before it (a
+# restore, a pulled fact, an edit), another device's record of it does not bring it back,
+# and another device applies it (the critical state carries them). The newest are kept.
+KV_REMOVALS = "entities.removed"
+REMOVALS_MAX = 256
+
+
+def read_removals(store: LocalStore) -> dict[str, float]:
+    """norm -> when the owner removed that name (KV_REMOVALS)."""
+    raw = store.get_setting(KV_REMOVALS)
+    if not raw:
+        return {}
+    import json
+    try:
+        loaded = json.loads(raw)
+    except ValueError:
+        return {}
+    return {str(k): float(v) for k, v in loaded.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)} \
+        if isinstance(loaded, dict) else {}
+
+
 # A process that links facts more than once keeps the names in memory: linking a fact then
 # probes a dict instead of sending SQLite ~100 keys. One that links a single fact (a CLI
 # `store`) never loads them: one indexed query is cheaper than reading every name.
@@ -144,6 +173,7 @@ class EntityCache:
         self.aliases: dict[str, int] = dict(store.conn.execute(
             "SELECT alias, entity_id FROM entity_aliases"))
         self.kinds: dict[int, str] = dict(store.conn.execute("SELECT id, kind FROM entities"))
+        self.removed: dict[str, float] = read_removals(store)
         # The most words a lookup key needs to match any alias (keys have 1-3).
         self.max_words = 1
         for alias in self.aliases:
@@ -333,6 +363,18 @@ class EntityKeeper:
                 "(?3 = 'speaker' OR (?3 = 'subject' AND role = 'mention'))",
                 (entity_id, fact_rowid, role))
 
+    def owner_mentioned(self, entity_id: int, now: float) -> None:
+        """The owner added or related this entity by hand: a mention at `now` (as a fact's
+        would be, without a link), so a removal made before it, on any device, does not
+        cover it."""
+        self.conn.execute(
+            "UPDATE entities SET first_mentioned = MIN(COALESCE(first_mentioned, ?2), ?2), "
+            "last_mentioned = MAX(COALESCE(last_mentioned, ?2), ?2) WHERE id = ?1",
+            (entity_id, now))
+        cache = self.store.entity_records
+        if cache is not None:
+            cache.mentioned(entity_id, now)
+
     def unlink_rowids(self, rowids: Iterable[int]) -> None:
         """A fact is gone (forgotten): its links go, its entities' counts follow."""
         for rowid in rowids:
@@ -509,6 +551,57 @@ class EntityKeeper:
                 first_mentioned=float(int(first or 0)), last_mentioned=float(int(last or 0)),
                 manual=bool(manual)), first, last)
 
+    # -- removals (sticky, see KV_REMOVALS) ---------------------------------------------------
+
+    def removals(self) -> dict[str, float]:
+        cache = self._cache()
+        return dict(cache.removed) if cache is not None else read_removals(self.store)
+
+    def removed_since(self, name: str, said_at: float) -> bool:
+        """Whether the owner removed this name at or after `said_at` (a fact's time)."""
+        cache = self._cache()
+        removed = cache.removed if cache is not None else read_removals(self.store)
+        when = removed.get(_norm(name))
+        return when is not None and when >= said_at
+
+    def note_removed(self, removals: dict[str, float]) -> dict[str, float]:
+        """Merge removals into ours (the later time of each name); keeps the REMOVALS_MAX
+        newest. Returns the merged map."""
+        import json
+        merged = self.removals()
+        for key, when in removals.items():
+            if when > merged.get(key, float("-inf")):
+                merged[key] = when
+        if len(merged) > REMOVALS_MAX:
+            merged = dict(sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[:REMOVALS_MAX])
+        self.store.set_setting(KV_REMOVALS, json.dumps(merged, sort_keys=True))
+        cache = self._cached()
+        if cache is not None:
+            cache.removed = dict(merged)
+        return merged
+
+    def apply_removals(self, removals: dict[str, float]) -> int:
+        """Another device's removals: merged into ours, and every entity here that they
+        cover removed (one not mentioned after its name was removed); returns how many
+        went. Facts linked before stay unlinked (save_linked_upto
+        is the caller's, as for remove_entity)."""
+        if not removals:
+            return 0
+        merged = self.note_removed(removals)
+        gone = 0
+        for key in removals:
+            entity_id = self.find(key)
+            when = merged.get(key)
+            if entity_id is None or when is None:
+                continue
+            first, last = self.conn.execute(
+                "SELECT first_mentioned, last_mentioned FROM entities WHERE id = ?",
+                (entity_id,)).fetchone()
+            if _said_at(first, last) <= when:
+                self.remove(entity_id)
+                gone += 1
+        return gone
+
     def _touch(self, entity_id: int) -> None:
         """This entity's record changed (a write of ours): read it again at the next
         records()."""
@@ -518,8 +611,13 @@ class EntityKeeper:
 
     def install(self, records: list[EntityRecord], now: float) -> int:
         """Join records (another device's, a restore's) into ours: unknown entities are added,
-        known ones gain aliases, attributes and relations; returns how many were new."""
+        known ones gain aliases, attributes and relations; returns how many were new. A
+        record of a name the owner removed after its last change is not taken."""
         added = 0
+        removed = self.removals()
+        if removed:
+            records = [rec for rec in records if removed.get(_norm(rec.name), float("-inf"))
+                       < _said_at(rec.first_mentioned, rec.last_mentioned)]
         for rec in records:
             known = self.find(rec.name)
             entity_id = self.ensure(rec.name, rec.kind, now, manual=rec.manual,

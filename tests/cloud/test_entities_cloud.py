@@ -3,6 +3,8 @@ conversation stays one HTTP request (counted on the wire, not by the engine's ow
 
 from __future__ import annotations
 
+import time
+
 import httpx
 
 from evoclaw_memory import Memory
@@ -94,5 +96,42 @@ def test_another_devices_edit_moves_the_links_here_too(fresh_db, tmp_path):
             assert b.get(fact.id).text.startswith("Ignatius Blackwood")
             assert b.entity("Ignatius Blackwood").facts == [fact.id]
             assert "Zebulon Quagmire" not in {e.name for e in b.entities()}
+    finally:
+        remote.close()
+
+
+def test_a_removed_entity_is_removed_everywhere_and_not_brought_back(fresh_db, tmp_path):
+    """The owner removes a name on one device: the other device removes it at its next
+    sync, its own pushes do not bring it back, a restore does not link it again from the
+    old facts, and a fact said later names it again everywhere."""
+    url, token = fresh_db
+    remote = SqlRemote(HranaClient(url, token, timeout=5, retries=0), label=url)
+    try:
+        with Memory.open("sam", home=tmp_path / "a") as a, \
+                Memory.open("sam", home=tmp_path / "b") as b:
+            a.remember("Zebulon Quagmire fixed the bike on Sunday", category="people")
+            a.sync(remote=remote)
+            b.sync(remote=remote)
+            assert "Zebulon Quagmire" in {e.name for e in b.entities()}
+            assert a.remove_entity("Zebulon Quagmire")
+            a.sync(remote=remote)
+            b.sync(remote=remote)
+            assert "Zebulon Quagmire" not in {e.name for e in b.entities()}
+            for i in range(2):          # b's own pushes, each current with the cloud
+                b.remember(f"Tea on Saturday number {i}", category="social")
+                assert b.sync(remote=remote).state_pushed
+                a.sync(remote=remote)
+            assert "Zebulon Quagmire" not in {e.name for e in a.entities()}
+        with Memory.open("sam", home=tmp_path / "c") as c:
+            c.restore(remote=remote)
+            assert "Zebulon Quagmire" not in {e.name for e in c.entities()}
+            # The cloud keeps a fact's time in whole seconds: said in the removal's second,
+            # it would count as said before it.
+            time.sleep(1.1)
+            later = c.remember("Zebulon Quagmire is back from Lisbon", category="people")
+            c.sync(remote=remote)
+        with Memory.open("sam", home=tmp_path / "a") as a:
+            a.sync(remote=remote)
+            assert a.entity("Zebulon Quagmire").facts == [later.id]
     finally:
         remote.close()
