@@ -348,14 +348,7 @@ class EntityKeeper:
         cur = self.conn.execute("INSERT OR IGNORE INTO entity_facts VALUES (?, ?, ?, ?)",
                                 (entity_id, fact_rowid, role, created_at))
         if cur.rowcount:
-            self.conn.execute(
-                "UPDATE entities SET mentions = mentions + 1, "
-                "first_mentioned = MIN(COALESCE(first_mentioned, ?2), ?2), "
-                "last_mentioned = MAX(COALESCE(last_mentioned, ?2), ?2) WHERE id = ?1",
-                (entity_id, created_at))
-            cache = self.store.entity_records
-            if cache is not None:
-                cache.mentioned(entity_id, created_at)
+            self._mentioned(entity_id, created_at, counted=True)
         elif role != "mention":
             # Already linked: keep the strongest role (speaker > subject > mention).
             self.conn.execute(
@@ -367,13 +360,19 @@ class EntityKeeper:
         """The owner added or related this entity by hand: a mention at `now` (as a fact's
         would be, without a link), so a removal made before it, on any device, does not
         cover it."""
+        self._mentioned(entity_id, now, counted=False)
+
+    def _mentioned(self, entity_id: int, at: float, counted: bool) -> None:
+        """Move first/last mentioned to take in `at` (and count a link's mention), in SQL and
+        in the kept records (RecordCache.mentioned follows this UPDATE)."""
         self.conn.execute(
-            "UPDATE entities SET first_mentioned = MIN(COALESCE(first_mentioned, ?2), ?2), "
+            "UPDATE entities SET " + ("mentions = mentions + 1, " if counted else "")
+            + "first_mentioned = MIN(COALESCE(first_mentioned, ?2), ?2), "
             "last_mentioned = MAX(COALESCE(last_mentioned, ?2), ?2) WHERE id = ?1",
-            (entity_id, now))
+            (entity_id, at))
         cache = self.store.entity_records
         if cache is not None:
-            cache.mentioned(entity_id, now)
+            cache.mentioned(entity_id, at)
 
     def unlink_rowids(self, rowids: Iterable[int]) -> None:
         """A fact is gone (forgotten): its links go, its entities' counts follow."""
