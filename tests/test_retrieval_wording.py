@@ -128,6 +128,17 @@ def test_an_alias_of_a_superseded_or_deleted_fact_no_longer_expands(mem):
     assert mem.retrieve("when did the dentist fix my tooth") == []
 
 
+def test_an_edit_takes_the_aliases_of_the_new_text(mem):
+    """The aliases a fact states follow its text: an edit that drops "(Lily)" stops the
+    expansion, one that states another alias starts it."""
+    stated = mem.remember("Sam's wife is Chen Li, known as Lily at work", category="owner/family")
+    assert mem.store.aliases_of([stem("lily")])
+    mem.edit(stated.id, text="Sam's wife is Chen Li")
+    assert mem.store.aliases_of([stem("lily")]) == {}
+    mem.edit(stated.id, text="Sam's wife is Chen Li, known as Lulu at work")
+    assert mem.store.aliases_of([stem("lulu")]) == {stem("lulu"): ["chen li"]}
+
+
 def test_a_word_found_nowhere_does_not_sink_the_words_that_are_found(mem):
     peanut = mem.remember("My daughter Luna has a peanut allergy; EpiPen in her bag",
                           category="health/allergies")

@@ -194,6 +194,8 @@ class ControlKeeper:
                           encoder.encode(new.metadata).decode(), key_digest(key),
                           fact_size(new.text, new.metadata), fact.id))
             store.reindex_fact(fact.id, body)
+            if new.text != fact.text:
+                store.replace_aliases(fact.id, new.text)
             if new.category != fact.category and fact.superseded_by is None:
                 live_warm, live_cold = fact.tier == "warm", fact.tier == "cold"
                 store.adjust_counts(fact.category, warm=-live_warm, cold=-live_cold)

@@ -191,6 +191,15 @@ class FullTextMixin:
                 "INSERT OR IGNORE INTO aliases (name, alias, fact_rowid) VALUES (?, ?, ?)",
                 [(a, b, rowid) for a, b in pairs])
 
+    def replace_aliases(self, fact_id: str, text: str) -> None:
+        """A fact's text changed (an edit, another device's version): the aliases it states
+        are its new text's, not the old one's."""
+        row = self.conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact_id,)).fetchone()
+        if row is None:
+            return
+        self.conn.execute("DELETE FROM aliases WHERE fact_rowid = ?", (row[0],))
+        self.add_aliases(row[0], text)
+
     def aliases_of(self, names: list[str]) -> dict[str, list[str]]:
         """name -> the other names live facts give it (both directions), for token strings."""
         if not names:

@@ -195,6 +195,8 @@ def _replace(warm: WarmKeeper, known: Fact, pulled: Fact, now: float) -> None:
                   new.last_access, new.speaker, new.superseded_changed_at, known.id))
     if content:
         store.reindex_fact(known.id, body)
+        if new.text != known.text:
+            store.replace_aliases(known.id, new.text)
     # The counts hold live facts per (category, tier): take the old place out, the new one in.
     if known.superseded_by is None:
         store.adjust_counts(known.category, warm=-(known.tier == "warm"), cold=-(known.tier == "cold"))

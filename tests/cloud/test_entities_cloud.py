@@ -86,16 +86,19 @@ def test_another_devices_edit_moves_the_links_here_too(fresh_db, tmp_path):
     try:
         with Memory.open("sam", home=tmp_path / "a") as a, \
                 Memory.open("sam", home=tmp_path / "b") as b:
-            fact = a.remember("Zebulon Quagmire fixed the bike on Sunday", category="people")
+            fact = a.remember("Zebulon Quagmire (Zeb) fixed the bike on Sunday",
+                              category="people")
             a.sync(remote=remote)
             b.sync(remote=remote)
             assert b.entity("Zebulon Quagmire").facts == [fact.id]
+            assert b.store.aliases_of(["zeb"])              # "(Zeb)": a stated alias
             a.edit(fact.id, text="Ignatius Blackwood fixed the bike on Sunday")
             a.sync(remote=remote)
             b.sync(remote=remote)
             assert b.get(fact.id).text.startswith("Ignatius Blackwood")
             assert b.entity("Ignatius Blackwood").facts == [fact.id]
             assert "Zebulon Quagmire" not in {e.name for e in b.entities()}
+            assert b.store.aliases_of(["zeb"]) == {}        # the new text states none
     finally:
         remote.close()
 
