@@ -240,6 +240,13 @@ def test_an_import_merges_hot_memory_and_refuses_bad_graph_lines(mem, tmp_path):
     bad_entity = [dict(d, kind="spaceship") if i + 1 == entity_at else d
                   for i, d in enumerate(lines)]
     extra_hot = lines[:hot_at] + [lines[hot_at - 1]] + lines[hot_at:]
+    # A profile no pruning can bring under the limit (entries would be dropped; it cannot).
+    huge = [dict(d, state={**d["state"], "owner_profile": {"notes": "x" * 9_000}})
+            if d["type"] == "hot" else d for d in lines]
+    with Memory.open("sam", home=tmp_path / "huge") as big:
+        with pytest.raises(ValidationError, match="over the .*limit; nothing was imported"):
+            big.import_jsonl(io.StringIO("\n".join(json.dumps(d) for d in huge)))
+        assert big.store.count_facts() == 0 and big.hot == type(big.hot)()
     for broken, where in ((bad_hot, hot_at), (bad_entity, entity_at), (extra_hot, hot_at + 1)):
         with Memory.open("sam", home=tmp_path / f"bad{where}") as bad:
             with pytest.raises(ValidationError, match=f"line {where}:"):

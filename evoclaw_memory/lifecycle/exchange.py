@@ -19,7 +19,7 @@ import msgspec
 
 from evoclaw_memory import durable, validate
 from evoclaw_memory.errors import ValidationError
-from evoclaw_memory.limits import FACT_MAX_TEXT
+from evoclaw_memory.limits import FACT_MAX_TEXT, HOT_MAX_BYTES
 from evoclaw_memory.models import (EntityRecord, EntityRelation, Event, Fact, HotState, Lesson,
                                    Metadata, Project, Task)
 from evoclaw_memory.store.control import FactVersion, versions_by_fact
@@ -401,6 +401,10 @@ def _import_hot(store: LocalStore, imported: HotState, now: float) -> bool:
     merged = imported if ours == HotState() else merge_hot(ours, imported, now)
     if not hot_rules.within_limits(merged):
         merged = hot_rules.prune(merged, now)
+        if hot_rules.state_size(merged) > HOT_MAX_BYTES:        # identity and profile alone
+            raise ValidationError(f"the export's hot memory would be "
+                                  f"{hot_rules.state_size(merged)} bytes here, over the "
+                                  f"{HOT_MAX_BYTES}-byte limit; nothing was imported")
     if merged == ours:
         return False
     store.save_hot(merged, now)
