@@ -11,12 +11,10 @@ from typing import Iterable, Iterator, Optional
 
 from evoclaw_memory.limits import ENTITY_SYNC_MAX
 from evoclaw_memory.models import Entity, EntityRecord, EntityRelation
-from evoclaw_memory.store.entity_records import RecordCache, sort_key
+from evoclaw_memory.store.entity_records import every_record, kept_records
 from evoclaw_memory.store.local import KV_CURSOR, LocalStore
 
 _CHUNK = 500
-# An entities row as records() reads it.
-_RECORD_COLS = "id, name, kind, attributes, first_mentioned, last_mentioned, manual"
 _RANK = {"mention": 0, "subject": 1, "speaker": 2}     # a fact's strongest tie to an entity
 OWNER = "owner"     # the entity the owner's relations point to ("my wife Sarah")
 
@@ -476,79 +474,13 @@ class EntityKeeper:
 
     def records(self) -> list[EntityRecord]:
         """What the critical state carries: manual entities first, then the most recently
-        mentioned, at most ENTITY_SYNC_MAX (the links are rebuilt from the facts).
-
-        Every sync that pushes the state asks for these. They are kept between calls
-        (store.entity_records.RecordCache), and only the entities written since are read
-        again: three queries for those, not four per entity. The records are shared with
-        that cache: read them, do not change them."""
-        store = self.store
-        version = store.data_version()
-        cache = store.entity_records
-        if cache is None or cache.version != version:
-            cache = store.entity_records = RecordCache(version)
-            self._read_records(cache, self.conn.execute(
-                f"SELECT {_RECORD_COLS} FROM entities ORDER BY manual DESC, "
-                "last_mentioned DESC, id LIMIT ?", (ENTITY_SYNC_MAX,)).fetchall())
-        elif cache.touched:
-            ids = sorted(cache.touched)
-            rows = []
-            for start in range(0, len(ids), _CHUNK):
-                chunk = ids[start:start + _CHUNK]
-                rows += self.conn.execute(
-                    f"SELECT {_RECORD_COLS} FROM entities WHERE id IN "
-                    f"({','.join('?' * len(chunk))})", chunk).fetchall()
-            for gone in set(ids) - {row[0] for row in rows}:
-                cache.records.pop(gone, None)
-            self._read_records(cache, rows)
-        cache.touched = set()
-        return cache.first(ENTITY_SYNC_MAX)
+        mentioned, at most ENTITY_SYNC_MAX (the links are rebuilt from the facts). Kept
+        between calls (store.entity_records): read them, do not change them."""
+        return kept_records(self.store, ENTITY_SYNC_MAX)
 
     def every_record(self) -> list[EntityRecord]:
-        """Every entity as a record (an export's entity lines), by name, with its relations
-        by label and other: two memories holding the same graph give the same records,
-        whatever order they learnt it in."""
-        scratch = RecordCache(0)            # fresh records, not the kept ones: sorted here
-        self._read_records(scratch, self.conn.execute(
-            f"SELECT {_RECORD_COLS} FROM entities").fetchall())
-        out = []
-        for _, record, _, _ in scratch.records.values():
-            record.relations.sort(key=lambda r: (r.relation, r.other))
-            out.append(record)
-        return sorted(out, key=lambda r: _norm(r.name))
-
-    def _read_records(self, cache: RecordCache, rows: list[tuple]) -> None:
-        """Build the records of these entities rows (_RECORD_COLS) into the cache."""
-        import json
-        aliases: dict[int, list[str]] = {}
-        relations: dict[int, list[EntityRelation]] = {}
-        for start in range(0, len(rows), _CHUNK):
-            ids = [r[0] for r in rows[start:start + _CHUNK]]
-            marks = ",".join("?" * len(ids))
-            for entity_id, alias in self.conn.execute(
-                    f"SELECT entity_id, alias FROM entity_aliases WHERE entity_id IN ({marks}) "
-                    "ORDER BY entity_id, alias", ids):
-                aliases.setdefault(entity_id, []).append(alias)
-            # Only this side of each relation: the other side's record carries its own.
-            for entity_id, relation, other in self.conn.execute(
-                    f"SELECT r.a, r.relation, e.name FROM entity_relations r JOIN entities e "
-                    f"ON e.id = r.b WHERE r.a IN ({marks}) ORDER BY r.a, r.created_at", ids):
-                relations.setdefault(entity_id, []).append(
-                    EntityRelation(relation=relation, other=other))
-        for entity_id, name, kind, attributes, first, last, manual in rows:
-            names = aliases.get(entity_id)
-            if names:
-                key = _norm(name)
-                names = [a for a in names if a != key]
-            cache.put(entity_id, sort_key(entity_id, last, manual), EntityRecord(
-                name=name, kind=kind, aliases=names or [],
-                # Most entities have no attributes: no JSON to parse for them.
-                attributes=json.loads(attributes) if attributes != "{}" else {},
-                relations=relations.get(entity_id, []),
-                # Whole seconds; `mentions` stays home (install() keeps each device's own
-                # count of its links): a third fewer bytes in every push of the state.
-                first_mentioned=float(int(first or 0)), last_mentioned=float(int(last or 0)),
-                manual=bool(manual)), first, last)
+        """Every entity as a record (an export's entity lines), in a fixed order."""
+        return every_record(self.conn)
 
     # -- removals (sticky, see KV_REMOVALS) ---------------------------------------------------
 
