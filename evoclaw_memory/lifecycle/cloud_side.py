@@ -280,12 +280,7 @@ def restore(mem: "Memory", *, full: bool, force: bool, discard_unsynced: bool, r
     if not full:
         mem.link_new_facts(batch=None)
     else:
-        linked = 0
-        while linked < report.warm_facts:
-            step = mem.link_new_facts()
-            if not step:
-                break
-            linked += step
+        mem.link_backlog(report.warm_facts)
     return report
 
 

@@ -146,6 +146,18 @@ class EntityGraph:
             if batch is not None:
                 return linked
 
+    def link_backlog(self, at_least: int) -> int:
+        """Link facts not linked yet, a catch-up transaction at a time, until at least
+        `at_least` are linked or none is left (the rest wait for the next store calls and
+        the consolidation); returns how many were linked."""
+        linked = 0
+        while linked < at_least:
+            step = self.link_new_facts()
+            if not step:
+                break
+            linked += step
+        return linked
+
     def relink(self, old_texts: dict[str, str]) -> int:
         """Facts whose text changed (an owner's edit, another device's version): their links
         follow the new text. `old_texts`: id -> the text before the change. A name only the

@@ -371,19 +371,14 @@ def import_jsonl(mem: "Memory", source: Union[str, Path, IO[str]]) -> dict[str, 
         store.audit("import", "facts", f"{inserted} facts actor=manual", now)
         mem.trees.recount()
         hot = read.hot is not None and _import_hot(store, read.hot, now)
-        if read.removals:                       # before the records and the linking below
-            mem.entity_keeper.apply_removals(read.removals)
-        entities = mem.entity_keeper.install(read.entities, now)
+        # As a synced device takes them: the removals first (before the linking below),
+        # then the records.
+        entities = mem.install_entities(read.entities, read.removals)
         store.enqueue_state(now)
     # The imported facts join their entities: up to LINKED_AT_IMPORT of them now, the rest
     # (as after a full restore) by the next store calls and the consolidation; an export
     # links what is left first. Linking is idempotent: a crash here only leaves a backlog.
-    linked = 0
-    while linked < LINKED_AT_IMPORT:
-        step = mem.link_new_facts()
-        if not step:
-            break
-        linked += step
+    mem.link_backlog(LINKED_AT_IMPORT)
     if hot:
         mem.write_memory_md()
     return {"facts": inserted, "skipped": len(rows) - inserted, "forgotten": len(forgotten),
