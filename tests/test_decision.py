@@ -114,3 +114,85 @@ def test_end_conversation_reinforces_restatements_and_supersedes_changes(mem, cl
     assert old.superseded_by == live["We moved to Bristol on the weekend before 3 December 2025."].id
     top = mem.retrieve("Which town is my home these days?")
     assert top[0].fact.text.startswith("We moved to Bristol") and top[0].method == "attribute"
+
+
+def _slots_by_regex_alone(text: str) -> list[Slot]:
+    """slots_of as it reads without its shortcuts: every gate a case-blind regex search, the
+    diet scan word by word, the occupation stems built on the spot."""
+    import re
+
+    from evoclaw_memory.distill import slots as s
+    found: list[Slot] = []
+    first_person = re.search(r"\b(?:I|I['’](?:m|ve|d|ll)|[Mm]y|[Ww]e|[Ww]e['’](?:re|ve)|[Oo]ur|"
+                             r"[Mm]e)\b", text) is not None
+    for kind, gated in s._patterns().items():
+        for gate, pattern in gated:
+            if not gate.search(text):
+                continue
+            for match in pattern.finditer(text):
+                if s._NEGATION.search(text[:match.start(s._group(kind))]):
+                    continue
+                slot = s._slot(kind, match, first_person)
+                if slot is not None and slot not in found:
+                    found.append(slot)
+    if first_person:
+        lowered = text.lower()
+        for word in re.findall(r"[a-z]+(?:-[a-z]+)?", lowered):
+            if word in s.diets():
+                at = lowered.find(word)
+                if not (s._NEGATION.search(lowered[:at]) or s._OTHER_SUBJECT.search(text[:at])):
+                    found.append(Slot("diet", "", {"pescetarian": "pescatarian",
+                                                   "ketogenic": "keto"}.get(word, word)))
+                break
+    return found
+
+
+def test_slots_shortcuts_read_what_the_regexes_read():
+    """The gates' substring tests (ASCII only), the one diet search and the cached
+    occupation stems only skip work: the slots are the ones a regex-only walk finds, in its
+    order, in any case, and in text a lower-casing would change ("ſ" is a case-blind "s")."""
+    import random
+
+    from evoclaw_memory.distill.slots import _slots_of
+    bases = ["I live in Leeds", "We moved to Bristol last weekend", "My job is nursing",
+             "I work as a paramedic now", "I'm working as a qualified nurse",
+             "I work at Acme Widgets", "I've joined St Mary's Hospital",
+             "My gym locker code is 4417", "the wifi password is sunflower88",
+             "My favourite band is Radiohead", "My birthday is on 14 March",
+             "I was born in May", "14 March is my birthday", "My phone is a Fairphone",
+             "I've gone vegan", "I'm not vegetarian any more", "Tom is vegan",
+             "My home is Sheffield now", "Home for me is now York", "I became a carpenter",
+             "Being a headteacher is tiring", "Our address is 4 Elm Road",
+             "I am a firefighter", "The combo for the shed is 1234",
+             "Our new flat is in Bath", "Home for us is Bath", "My profession is nursing",
+             "My role is a nurse", "My position is a nurse", "My career as a nurse",
+             "My PIN is 9931", "The wifi passphrase is kettle-blue",
+             "The passkey for the garage is 8812", "The safe combination is 5521",
+             "My favorite colour is blue", "I'm happy being a nurse", "I was born in Leeds",
+             "Our car is a Volvo", "Working as a paramedic is hard", "I was born on 14 March"]
+    rng = random.Random(7)
+    texts = list(bases)
+    for text in bases:
+        texts += [text.upper(), text.lower(), text.replace("s", "ſ"), text + " café",
+                  "".join(ch.upper() if rng.random() < 0.3 else ch for ch in text)]
+    for text in texts:
+        _slots_of.cache_clear()
+        assert slots_of(text) == _slots_by_regex_alone(text), text
+    assert any(slots_of(t) for t in texts if "ſ" in t)      # the non-ASCII path reads too
+
+
+def test_a_statements_dates_are_found_with_or_without_the_year_shortcut():
+    """statement() looks for date phrases only where a year (or 年) is: the dates it finds
+    are the ones the full phrase search finds."""
+    from evoclaw_memory.distill import sameness
+    from evoclaw_memory.text import tokens
+    texts = ["Traffic was terrible on 7 January 2026", "Friday 9 January 2026 was long",
+             "in the week before 8 May 2023 I moved", "We met in March 2026", "in 2022 I ran",
+             "since 1999 I have lived here", "2026年3月5日に引っ越した", "sensor 2 failed",
+             "My birthday is on 14 March", "Room 2026 is booked", "I paid 1,850 pounds",
+             "from 2019 until 2021 I was a nurse", "in 1850 the house was built"]
+    for text in texts:
+        full = frozenset(" ".join(tokens(m.group()))
+                         for m in sameness._DATE_PHRASE.finditer(text))
+        assert sameness.statement(text).dates == full, text
+    assert sum(bool(sameness.statement(t).dates) for t in texts) >= 7

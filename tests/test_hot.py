@@ -136,3 +136,24 @@ def test_tombstones_stay_bounded():
     assert 0 < len(tombstones) <= hot.TOMBSTONE_MAX
     oldest = min(s.clock[k] for k in tombstones)
     assert oldest >= 99 * 86_400 - hot.TOMBSTONE_DAYS * 86_400
+
+
+def test_a_copied_state_is_equal_and_independent():
+    """HotState.copied (used by every update, prune and shared session) is a deep copy:
+    the same bytes when stored, and changing it leaves the original as it was."""
+    import msgspec
+    state = HotState()
+    for key, value in (("identity", {"owner_name": "Ada", "trust_level": 0.5}),
+                       ("owner_profile", {"pets": ["Biscuit", {"age": 3}], "n": 1, "x": 1.5}),
+                       ("lesson", {"text": "Never store the PIN in a note"}),
+                       ("task", {"text": "Book the dentist"}),
+                       ("event", {"text": "Dentist", "timestamp": 1_700_000_000.0})):
+        state = hot.apply_update(state, key, value, 1_700_000_000.0, ids)
+    before = msgspec.json.encode(state)
+    copy = state.copied()
+    assert copy == state and msgspec.json.encode(copy) == before
+    copy.owner_profile["pets"][1]["age"] = 4
+    copy.active_context.tasks[0].text = "changed"
+    copy.critical_lessons.clear()
+    copy.clock["x"] = 1.0
+    assert msgspec.json.encode(state) == before

@@ -45,6 +45,9 @@ _DATE_PHRASE = re.compile(
     rf"(?:\d{{1,2}}\s+(?:{_MONTH_NAMES})|(?:{_MONTH_NAMES})(?:\s+\d{{1,2}},?)?)\s+(?:1[89]|2[01])\d\d\b"
     rf"|\b(?:in|around|since|of|from|until)\s+(?:1[89]|2[01])\d\d\b"
     rf"|\d{{4}}年(?:\d{{1,2}}月(?:\d{{1,2}}日)?)?")
+# What every date phrase above holds (its year, or 年): most statements hold neither, and
+# one search for it is a fraction of the phrase's.
+_YEAR = re.compile(r"(?:1[89]|2[01])\d\d|年")
 
 
 @functools.lru_cache(maxsize=16384)
@@ -76,7 +79,8 @@ def statement(text: str, ignore: Iterable[str] = ()) -> Statement:
 def _statement(text: str, skip: frozenset[str]) -> Statement:
     # Cached: a conversation's statements are compared with the same live facts again and
     # again (their Statement must not be changed by a caller).
-    dates = frozenset(" ".join(tokens(m.group())) for m in _DATE_PHRASE.finditer(text))
+    dates = frozenset(" ".join(tokens(m.group())) for m in _DATE_PHRASE.finditer(text)) \
+        if _YEAR.search(text) else frozenset()
     if dates:
         text = _DATE_PHRASE.sub(" ", text)
     weights: dict[str, float] = {}

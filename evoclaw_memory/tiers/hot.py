@@ -42,7 +42,6 @@ def state_size(state: HotState) -> int:
 def apply_update(state: HotState, key: str, value: Any, now: float,
                  new_id: Callable[[], str]) -> HotState:
     """Apply one `hot --update KEY JSON` and prune to the limits. Raises ValidationError."""
-    import copy
     if key not in UPDATE_KEYS:
         raise ValidationError(f"unknown hot memory key {key!r}; expected one of "
                               f"{', '.join(UPDATE_KEYS)}")
@@ -52,7 +51,7 @@ def apply_update(state: HotState, key: str, value: Any, now: float,
         raise ValidationError(f"hot memory update {key!r} needs a JSON object")
     # Before anything else: a NaN or a lone surrogate saved here could never be read back.
     validate.json_value(f"hot {key}", value)
-    state = copy.deepcopy(state)
+    state = state.copied()
     if key == "identity":
         _merge_identity(state, value, now)
     elif key == "owner_profile":
@@ -202,8 +201,7 @@ def within_limits(state: HotState) -> bool:
 
 def prune(state: HotState, now: float) -> HotState:
     """Enforce the count limits, then drop entries until the size fits (SPEC §1 order)."""
-    import copy
-    state = copy.deepcopy(state)
+    state = state.copied()
     ctx = state.active_context
 
     def drop(entries: list, victim) -> list:
@@ -313,8 +311,7 @@ def render_markdown(state: HotState, now: float, max_bytes: int = HOT_MAX_BYTES)
 
 
 def _drop_one(state: HotState) -> HotState | None:
-    import copy
-    state = copy.deepcopy(state)
+    state = state.copied()
     ctx = state.active_context
     if state.critical_lessons:
         victim = _least_important(state.critical_lessons)

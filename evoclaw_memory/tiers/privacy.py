@@ -65,8 +65,7 @@ def default_private(category: str, text: str, given: Optional[bool] = None) -> b
 def shared_hot(state: HotState) -> tuple[HotState, int]:
     """The hot state a shared session may see, and how many items were left out: no owner
     profile, no private lesson, event, task or project."""
-    import copy
-    shared = copy.deepcopy(state)
+    shared = state.copied()
     omitted = len(shared.owner_profile)
     shared.owner_profile = {}
     ctx = shared.active_context
