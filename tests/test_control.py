@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import hypothesis.strategies as st
 import pytest
@@ -392,3 +393,72 @@ def test_mcp_control_tools_and_hints(tmp_path):
     assert listed["count"] == 1 and edited["fact"]["text"] == "The safe code is 7732"
     assert hist["versions"][0]["actor"] == "mcp" and gone["forgotten"] == [fid]
     assert missing_is_error
+
+
+def test_mcp_forgets_by_words_after_a_dry_run_exports_and_imports(tmp_path):
+    """SPEC §5b on MCP: forget matching a query (a dry run first), unsupersede, export and
+    import, each through a real stdio session, with the results the CLI's --json gives."""
+    from test_mcp import data_of, is_error, run_session, text_of
+    home = tmp_path / "mcp"
+    with Memory.open("sam", home=home, encryption="off") as m:
+        pump = m.remember("The pond pump needs a new filter", category="home/garden").id
+        other = m.remember("The pond has three koi", category="home/garden").id
+        old = m.remember("I drive a blue Honda Jazz", category="personal").id
+        new = m.remember("I drive a red Fiat Panda now", category="personal").id
+        m.supersede(old, new)
+        m.update_hot("lesson", {"text": "Never feed the koi bread"})
+    given = tmp_path / "out" / "sam.jsonl"
+
+    async def body(session):
+        dry = data_of(await session.call_tool("forget_matching", {"query": "pump filter"}))
+        still = data_of(await session.call_tool("list_facts", {}))["count"]
+        gone = data_of(await session.call_tool("forget_matching", {"query": "pump filter",
+                                                                   "dry_run": False}))
+        back = data_of(await session.call_tool("unsupersede", {"fact_id": old}))
+        default = data_of(await session.call_tool("export", {}))
+        chosen = data_of(await session.call_tool("export", {"path": str(given)}))
+        markdown = data_of(await session.call_tool("export", {"format": "markdown"}))
+        again = await session.call_tool("export", {"path": str(given)})
+        relative = await session.call_tool("export", {"path": "sam.jsonl"})
+        return dry, still, gone, back, default, chosen, markdown, again, relative
+
+    dry, still, gone, back, default, chosen, markdown, again, relative = run_session(
+        home, "sam", body)
+    assert dry == {"dry_run": True, "count": 1, "matching": [
+        {"id": pump, "category": "home/garden", "text": "The pond pump needs a new filter"}]}
+    assert still == 3                               # the dry run erased nothing
+    assert gone == {"dry_run": False, "forgotten": [pump], "count": 1}
+    assert back["fact"]["id"] == old and back["fact"]["superseded_by"] is None
+    assert default["exported"] == chosen["exported"] == markdown["exported"] == 3
+    exported = Path(default["file"])
+    assert exported.parent == home / "exports" and exported.suffix == ".jsonl"
+    assert Path(markdown["file"]).suffix == ".md"
+    assert "Never feed the koi bread" in Path(markdown["file"]).read_text()
+    assert chosen["file"] == str(given) and given.read_bytes() == exported.read_bytes()
+    assert oct(given.stat().st_mode & 0o777) == "0o600"
+    assert is_error(again) and "already exists" in text_of(again)      # never overwritten
+    assert is_error(relative) and "must be absolute" in text_of(relative)
+
+    async def load(session):
+        relative = await session.call_tool("import_jsonl", {"path": "sam.jsonl"})
+        report = data_of(await session.call_tool("import_jsonl", {"path": str(given)}))
+        twice = data_of(await session.call_tool("import_jsonl", {"path": str(given)}))
+        return is_error(relative), report, twice
+
+    relative_refused, report, twice = run_session(home, "kim", load)
+    assert relative_refused
+    assert report["facts"] == 3 and report["hot"] == 1 and twice["skipped"] == 3
+    with Memory.open("kim", home=home) as kim:
+        assert {f.id for f in kim.facts()} == {other, old, new}
+        assert [lesson.text for lesson in kim.hot.critical_lessons] == ["Never feed the koi bread"]
+
+
+def test_a_path_with_a_nul_byte_is_one_clear_line(mem):
+    """A NUL byte in an export or import path (from a model, over MCP) is a ValidationError
+    naming the path, not a ValueError from the OS layer; nothing is written."""
+    mem.remember("The spare key is under the blue pot", category="home")
+    with pytest.raises(ValidationError, match=r"cannot write /tmp/out\\0x.jsonl: embedded null"):
+        mem.export("/tmp/out\0x.jsonl")
+    with pytest.raises(ValidationError, match=r"cannot open /tmp/in\\0x.jsonl: embedded null"):
+        mem.import_jsonl("/tmp/in\0x.jsonl")
+    assert len(mem.facts()) == 1

@@ -18,10 +18,11 @@ from evoclaw_memory.agent import mcp_args
 from evoclaw_memory.agent.mcp_server import withheld_tools
 
 MAIN_TOOLS = {"get_context", "retrieve", "remember", "end_conversation", "update_hot",
-              "show_tree", "sync", "sync_status", "entities", "forget", "edit_fact",
-              "list_facts", "history"}
+              "show_tree", "sync", "sync_status", "entities", "forget", "forget_matching",
+              "edit_fact", "unsupersede", "list_facts", "history", "export", "import_jsonl"}
 SUBAGENT_TOOLS = {"get_context", "retrieve", "remember", "propose_memory", "end_conversation",
-                  "update_hot", "show_tree", "sync_status", "entities", "list_facts", "history"}
+                  "update_hot", "show_tree", "sync_status", "entities", "list_facts", "history",
+                  "export"}
 
 
 def one_line(result) -> str:
@@ -193,8 +194,11 @@ def test_each_actor_is_offered_only_the_tools_it_may_use(home, tmp_path):
 
 def test_what_a_subagent_is_not_offered_is_what_its_gate_refuses():
     from evoclaw_memory.lifecycle.gate import WRITES
-    assert set(withheld_tools(True, "subagent:x")) == {"forget", "edit_fact", "sync"}
-    assert {"forget", "edit", "sync"} <= set(WRITES)
+    assert set(withheld_tools(True, "subagent:x")) == {
+        "forget", "forget_matching", "edit_fact", "unsupersede", "import_jsonl", "sync"}
+    assert {"forget", "forget_matching", "edit", "unsupersede", "import_jsonl", "sync"} \
+        <= set(WRITES)
+    assert "export" not in WRITES        # a read: offered to a sub-agent, which reads all
     assert set(withheld_tools(False, "manual")) == {"propose_memory"}
 
 

@@ -122,9 +122,10 @@ def test_the_mcp_configuration_is_json_naming_the_installed_paths():
 
 
 def test_the_mcp_tools_listed_are_the_servers_tools():
-    source = (ROOT / "evoclaw_memory/agent/mcp_server.py").read_text(encoding="utf-8")
+    source = "".join((ROOT / "evoclaw_memory/agent" / name).read_text(encoding="utf-8")
+                     for name in ("mcp_server.py", "mcp_control.py"))
     tools = set(re.findall(r"@server\.tool\(.*?\n\s*(?:@guarded\n\s*)?def (\w+)\(", source, re.S))
-    assert len(tools) >= 14, tools
+    assert len(tools) >= 18, tools
     guide = (ROOT / "docs/connecting-an-agent.md").read_text(encoding="utf-8")
     listed = set(re.findall(r"^\| `(\w+)` \|", guide, re.M))
     assert listed == tools

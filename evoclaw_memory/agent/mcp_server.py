@@ -3,10 +3,12 @@
     evoclaw-memory mcp [--agent-id ID] [--actor subagent:NAME]   (optional extra [mcp])
 
 Tools: get_context, retrieve, remember, end_conversation, update_hot, show_tree, sync,
-sync_status, entities, and the owner's control: forget, edit_fact, list_facts, history.
-Each actor is offered only the tools it may use (`withheld_tools`): the main agent all of
-those; a sub-agent (`--actor subagent:NAME`) propose_memory instead of forget, edit_fact and
-sync, which its gate refuses (its remember, update_hot and end_conversation propose). A call
+sync_status, entities, and the owner's control (agent/mcp_control.py): list_facts, history,
+forget, forget_matching, edit_fact, unsupersede, export, import_jsonl. Each actor is offered
+only the tools it may use (`withheld_tools`): the main agent all of those; a sub-agent
+(`--actor subagent:NAME`) propose_memory instead of the writes its gate refuses (forget,
+forget_matching, edit_fact, unsupersede, import_jsonl, sync); its remember, update_hot and
+end_conversation propose. A call
 to a tool not offered, or with wrong arguments, is one line for the model (mcp_args).
 Resources: evoclaw://memory/MEMORY.md, evoclaw://memory/tree, evoclaw://memory/tree.json.
 Built on the official `mcp` package (its MCPServer, named FastMCP before mcp 2); stdout
@@ -25,17 +27,16 @@ No `from __future__ import annotations` here: the SDK reads the tools' parameter
 (Annotated with pydantic Fields, built inside build_server) at run time.
 """
 
-import datetime as dt
 import functools
 import logging
 import sys
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 import msgspec
 
 from evoclaw_memory.agent import mcp_args
+from evoclaw_memory.agent.mcp_results import annotations_for, compact, plain
 from evoclaw_memory.errors import ConfigError, EvoclawError
 
 if TYPE_CHECKING:
@@ -98,8 +99,9 @@ HOT_VALUE_FIELDS = {
 # Tools that write through a Memory method, and the method: a sub-agent's gate
 # (lifecycle.gate.WRITES) refuses some of them, and those it is not offered.
 TOOL_WRITES = {"remember": "remember", "update_hot": "update_hot",
-               "end_conversation": "end_conversation", "forget": "forget", "edit_fact": "edit",
-               "sync": "sync"}
+               "end_conversation": "end_conversation", "forget": "forget",
+               "forget_matching": "forget_matching", "edit_fact": "edit",
+               "unsupersede": "unsupersede", "import_jsonl": "import_jsonl", "sync": "sync"}
 SUBAGENT_TOOLS = ("propose_memory",)        # only a sub-agent proposes; the main agent stores
 
 
@@ -134,47 +136,6 @@ def package_version() -> str:
     except Exception:                       # running from a checkout without metadata
         from evoclaw_memory import __version__
         return __version__
-
-
-def _annotations(title: str, read_only: bool = False, destructive: bool = False,
-                 idempotent: bool = False, open_world: bool = False) -> Any:
-    """ToolAnnotations for the installed SDK (v2 mcp_types, v1 mcp.types)."""
-    try:
-        from mcp_types import ToolAnnotations
-    except ImportError:
-        from mcp.types import ToolAnnotations
-    hints: dict[str, Any] = {"title": title, "readOnlyHint": read_only,
-                             "openWorldHint": open_world}
-    if not read_only:   # the spec defines these only for tools that change something
-        hints.update(destructiveHint=destructive, idempotentHint=idempotent)
-    return ToolAnnotations.model_validate(hints)
-
-
-def compact(data: Any) -> Any:
-    """A tool result: structured content, and the same data as compact JSON text."""
-    try:
-        from mcp_types import CallToolResult
-    except ImportError:
-        from mcp.types import CallToolResult
-    data = plain(data)
-    text = msgspec.json.encode(data).decode()
-    return CallToolResult.model_validate({"content": [{"type": "text", "text": text}],
-                                          "structuredContent": data})
-
-
-def plain(obj: Any) -> Any:
-    """JSON-ready data with every Struct field included (omit_defaults would drop some)."""
-    if isinstance(obj, msgspec.Struct):
-        return {k: plain(v) for k, v in msgspec.structs.asdict(obj).items()}
-    if isinstance(obj, dict):
-        return {str(k): plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return [plain(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, (dt.datetime, dt.date)):
-        return obj.isoformat()
-    return obj
 
 
 def build_server(mem: "Memory"):
@@ -245,7 +206,7 @@ def build_server(mem: "Memory"):
                        "complete_task"]
     value_help = "; ".join(f"{k}: {v}" for k, v in HOT_VALUE_FIELDS.items())
 
-    @server.tool(title="Get memory context", annotations=_annotations(
+    @server.tool(title="Get memory context", annotations=annotations_for(
                  "Get memory context", read_only=True),
                  description="Memory for the system prompt: MEMORY.md (hot memory), the "
                              "category tree and facts retrieved for `query` (<= 3 KB). Call it "
@@ -259,7 +220,7 @@ def build_server(mem: "Memory"):
                     ) -> str:
         return mem.context(query, limit=limit, audience=audience)
 
-    @server.tool(title="Propose a memory", annotations=_annotations("Propose a memory"),
+    @server.tool(title="Propose a memory", annotations=annotations_for("Propose a memory"),
                  description="Propose one fact (<= 2000 chars) for the main agent to accept or "
                              "reject; nothing is stored until it does (status 'pending'). A "
                              "sub-agent's way to remember.")
@@ -276,7 +237,7 @@ def build_server(mem: "Memory"):
                                confidence=confidence, by=mem.actor if mem.gated else "mcp")
         return compact({"proposal_id": proposal.id, "status": proposal.status})  # pending
 
-    @server.tool(title="Search memories", annotations=_annotations(
+    @server.tool(title="Search memories", annotations=annotations_for(
                  "Search memories", read_only=True),
                  description="Find the stored facts most relevant to `query` (tree search, "
                              "then full text, then the archive), best first, each with how it "
@@ -294,7 +255,7 @@ def build_server(mem: "Memory"):
                                      "score": round(r.score, 4), "tier": r.fact.tier}
                                     for r in results]})
 
-    @server.tool(title="Remember a fact", annotations=_annotations(
+    @server.tool(title="Remember a fact", annotations=annotations_for(
                  "Remember a fact", idempotent=True),
                  description=("Propose one fact (<= 2000 chars), as propose_memory does: "
                               "the main agent accepts or rejects it (status 'pending' until "
@@ -326,7 +287,7 @@ def build_server(mem: "Memory"):
         return compact({"id": fact.id, "status": "reinforced" if fact.access_count else "stored",
                         "fact": plain(fact)})
 
-    @server.tool(title="End the conversation", annotations=_annotations(
+    @server.tool(title="End the conversation", annotations=annotations_for(
                  "End the conversation", open_world=True),
                  description=("End a conversation: give its messages ([{role, content}, "
                               "...]) or its text. Distills facts and hot updates and proposes "
@@ -360,7 +321,7 @@ def build_server(mem: "Memory"):
                                 for f in report["reinforced"]]
         return compact(report)
 
-    @server.tool(title="Update hot memory", annotations=_annotations(
+    @server.tool(title="Update hot memory", annotations=annotations_for(
                  "Update hot memory", destructive=True),
                  description=("Propose a hot memory update (as the main agent's update_hot "
                               "takes it) for the main agent to accept or reject (status "
@@ -387,7 +348,7 @@ def build_server(mem: "Memory"):
         text = mem.render_memory_md()
         return compact({"updated": key, "memory_md": text, "bytes": len(text.encode())})
 
-    @server.tool(title="Show the category tree", annotations=_annotations(
+    @server.tool(title="Show the category tree", annotations=annotations_for(
                  "Show the category tree", read_only=True),
                  description="The category tree as the agent sees it (paths, descriptions, "
                              "fact counts).")
@@ -395,7 +356,7 @@ def build_server(mem: "Memory"):
     def show_tree() -> str:
         return mem.tree_text()
 
-    @server.tool(title="Sync with the cloud", annotations=_annotations(
+    @server.tool(title="Sync with the cloud", annotations=annotations_for(
                  "Sync with the cloud", idempotent=True, open_world=True),
                  description="Push queued changes to the cloud and pull other devices' "
                              "changes. Offline, the work stays queued (status 'queued').")
@@ -404,66 +365,17 @@ def build_server(mem: "Memory"):
         from evoclaw_memory.lifecycle.conversation import push
         return compact(push(mem))
 
-    @server.tool(title="Sync status", annotations=_annotations("Sync status", read_only=True),
+    @server.tool(title="Sync status", annotations=annotations_for("Sync status", read_only=True),
                  description="Outbox depth, last push and remote version, without the network.")
     @guarded
     def sync_status() -> dict[str, Any]:
         return compact(mem.sync_status())
 
-    # The owner's control (SPEC §5b); the hints tell hosts which tools to confirm with the user.
-    FactId = Annotated[str, Field(min_length=1, max_length=128,
-                                  description="A fact id, as list_facts or retrieve return it.")]
+    # The owner's control (SPEC §5b): list, correct, forget, history, export, import.
+    from evoclaw_memory.agent.mcp_control import add_control_tools
+    add_control_tools(server, mem, guarded)
 
-    @server.tool(title="Forget facts", annotations=_annotations(
-                 "Forget facts", destructive=True, idempotent=True, open_world=True),
-                 description="Erase stored facts by id (from list_facts or retrieve), here, "
-                             "in the cloud and on the owner's other devices. Only when the "
-                             "user asks to forget.")
-    @guarded
-    def forget(fact_ids: Annotated[list[str], Field(min_length=1, max_length=1000, description=(
-                   "The ids of the facts to erase."))]) -> dict[str, Any]:
-        gone = mem.forget(fact_ids, by="mcp")
-        return compact({"forgotten": gone, "count": len(gone)})
-
-    @server.tool(title="Correct a fact", annotations=_annotations(
-                 "Correct a fact", destructive=True, idempotent=True),
-                 description="Correct a stored fact (text, category, importance); the old "
-                             "version is kept in its history, out of search.")
-    @guarded
-    def edit_fact(fact_id: FactId,
-                  text: Annotated[Optional[str], Field(max_length=2000, description=(
-                      "The corrected text (omit to keep it)."))] = None,
-                  category: Annotated[Optional[str], Field(max_length=200, description=(
-                      "A new tree path (omit to keep it)."))] = None,
-                  importance: Annotated[Optional[float], Field(ge=0.0, le=1.0, description=(
-                      "A new importance 0..1 (omit to keep it)."))] = None) -> dict[str, Any]:
-        return compact({"fact": plain(mem.edit(fact_id, text=text, category=category,
-                                               importance=importance, by="mcp"))})
-
-    @server.tool(title="List facts", annotations=_annotations("List facts", read_only=True),
-                 description="List stored facts, oldest first, optionally under a category "
-                             "path (and below) or of one tier (warm, cold).")
-    @guarded
-    def list_facts(category: Annotated[Optional[str], Field(max_length=200, description=(
-                       "Only facts under this tree path (and below)."))] = None,
-                   tier: Annotated[Optional[Literal["warm", "cold"]], Field(description=(
-                       "Only the device's working set (warm) or the archive (cold)."))] = None,
-                   limit: Annotated[int, Field(ge=1, le=500, description=(
-                       "Most facts to return (1-500)."))] = 50,
-                   offset: Annotated[int, Field(ge=0, description=(
-                       "Facts to skip, for the next page."))] = 0) -> dict[str, Any]:
-        facts = mem.facts(category=category, tier=tier, limit=limit, offset=offset)
-        return compact({"facts": [plain(f) for f in facts], "count": len(facts)})
-
-    @server.tool(title="A fact's history", annotations=_annotations(
-                 "A fact's history", read_only=True),
-                 description="A fact's history: versions, supersessions, reinforcements and "
-                             "its forget, with times and who did it.")
-    @guarded
-    def history(fact_id: FactId) -> dict[str, Any]:
-        return compact(plain(mem.history(fact_id)))
-
-    @server.tool(title="Entities", annotations=_annotations("Entities", read_only=True),
+    @server.tool(title="Entities", annotations=annotations_for("Entities", read_only=True),
                  description="The people, projects, tools, concepts, places and other things "
                              "the memory knows: one by name (attributes, relations, mentions, "
                              "its facts' ids) or a list, most mentioned first.")

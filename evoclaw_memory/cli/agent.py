@@ -24,8 +24,9 @@ def mcp_command(ctx: click.Context, actor: Optional[str] = None) -> None:
 
     \b
     Tools: get_context, retrieve, remember, end_conversation, update_hot, show_tree,
-    entities, list_facts, history, sync_status, and for the main agent sync, forget,
-    edit_fact; a sub-agent (--actor) gets propose_memory instead of those three.
+    entities, list_facts, history, export, sync_status, and for the main agent sync,
+    forget, forget_matching, edit_fact, unsupersede, import_jsonl; a sub-agent (--actor)
+    gets propose_memory instead of those six.
     Resources: evoclaw://memory/MEMORY.md, evoclaw://memory/tree,
     evoclaw://memory/tree.json. Logs go to stderr; stdout carries the protocol.
     """

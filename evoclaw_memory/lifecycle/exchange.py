@@ -133,9 +133,11 @@ def _opened(target: Union[str, Path, IO[str]], mode: str) -> Iterator[IO[str]]:
             else:
                 with open(path, mode, encoding="utf-8", newline="\n") as handle:
                     yield handle
-        except OSError as exc:
+        except (OSError, ValueError) as exc:      # ValueError: a NUL byte in the path
             verb = "write" if mode == "w" else "open"
-            raise ValidationError(f"cannot {verb} {target}: {exc.strerror or exc}") from None
+            shown = str(target).replace("\0", "\\0")
+            raise ValidationError(f"cannot {verb} {shown}: "
+                                  f"{getattr(exc, 'strerror', None) or exc}") from None
     else:
         yield target
 
