@@ -462,3 +462,55 @@ def test_a_path_with_a_nul_byte_is_one_clear_line(mem):
     with pytest.raises(ValidationError, match=r"cannot open /tmp/in\\0x.jsonl: embedded null"):
         mem.import_jsonl("/tmp/in\0x.jsonl")
     assert len(mem.facts()) == 1
+
+
+def _file_holds(path, word: bytes) -> int:
+    """How often `word` is in the database file, its WAL checkpointed into it first."""
+    import sqlite3
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return path.read_bytes().count(word)
+
+
+def _memory_with_a_secret(home):
+    mem = Memory.open("sam", home=home, encryption="off")
+    mem.store.conn.execute("PRAGMA secure_delete = 0")     # a SQLite built without it on
+    for i in range(300):
+        mem.remember(f"Note {i} about the garden and the apples, batch {i * 7}", category="home")
+    secret = mem.remember("The qqzxvwlocker combination is behind the clock",
+                          category="home").id
+    for i in range(100):
+        mem.remember(f"Later note {i} about pears, crate {i * 3}", category="home")
+    assert mem.retrieve("qqzxvwlocker")[0].fact.id == secret     # in the full-text index
+    return mem, secret
+
+
+def test_a_forgets_words_leave_the_files_by_the_end_of_the_command(tmp_path):
+    """Deleting an FTS5 entry leaves its words in the older segments until they merge: a
+    forget marks the index, and the segments merge (freed pages zeroed) when the memory
+    closes, as a CLI command's end does; the forget itself stays fast."""
+    mem, secret = _memory_with_a_secret(tmp_path / "a")
+    db = mem.store.path
+    mem.forget(secret)
+    assert _file_holds(db, b"qqzxvw") > 0      # what FTS5 alone leaves behind
+    mem.close()
+    assert _file_holds(db, b"qqzxvw") == 0
+    with Memory.open("sam", home=tmp_path / "a") as again:
+        assert again.retrieve("qqzxvwlocker") == [] and len(again.facts()) == 400
+
+
+def test_a_forget_said_in_a_conversation_leaves_the_files_with_it(tmp_path):
+    mem, secret = _memory_with_a_secret(tmp_path / "b")
+    try:
+        mem.consolidate("quick")      # none due at the conversation's end: it is the one
+        report = mem.end_conversation([
+            {"role": "user", "content": "Forget about the qqzxvwlocker combination."},
+            {"role": "assistant", "content": "Done."}], sync=False)
+        assert report["forgotten"] == [secret]
+        assert _file_holds(mem.store.path, b"qqzxvw") == 0
+        assert mem.store.get_setting("fulltext.erase_pending") is None
+    finally:
+        mem.close()

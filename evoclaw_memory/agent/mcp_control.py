@@ -82,6 +82,7 @@ def add_control_tools(server: Any, mem: "Memory", guarded: Callable) -> None:
     def forget(fact_ids: Annotated[list[str], Field(min_length=1, max_length=1000, description=(
                    "The ids of the facts to erase."))]) -> dict[str, Any]:
         gone = mem.forget(fact_ids, by="mcp")
+        mem.store.erase_forgotten_words()     # their words leave the full-text files now
         return compact({"forgotten": gone, "count": len(gone)})
 
     @server.tool(title="Forget facts matching words", annotations=annotations_for(
@@ -104,6 +105,7 @@ def add_control_tools(server: Any, mem: "Memory", guarded: Callable) -> None:
         matching = [{"id": f.id, "category": f.category, "text": f.text} for f in found]
         if dry_run:
             return compact({"dry_run": True, "matching": matching, "count": len(found)})
+        mem.store.erase_forgotten_words()
         return compact({"dry_run": False, "forgotten": [f.id for f in found],
                         "count": len(found)})
 

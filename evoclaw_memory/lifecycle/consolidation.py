@@ -66,6 +66,8 @@ def run_consolidation(mem: "Memory", mode: str, dry_run: bool = False,
         report["ingest"] = mem.ingest_daily()
     step("rescoring and archiving")
     report.update(quick(mem))
+    if level == 0:
+        mem.store.erase_forgotten_words()   # a daily consolidation merges the index anyway
     if level >= 1:
         step("pruning the tree")
         report["tree_pruned"] = mem.tree_prune()

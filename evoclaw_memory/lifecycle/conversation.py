@@ -70,6 +70,8 @@ def end_conversation(mem: "Memory", messages: Union[str, list], *, at: Optional[
                                                       applied.get("added", [])],
                               llm_forget=result.get("forget_ops") or [],
                               llm_correct=result.get("correct_ops") or [])
+    if control["forgotten"]:
+        mem.store.erase_forgotten_words()   # their words leave the full-text files now
     from evoclaw_memory.lifecycle.vault import pin_on_request     # "remember forever" pins
     vault = pin_on_request(mem, messages, [f for f in applied.get("added", []) +
                                            applied.get("reinforced", []) if hasattr(f, "id")])

@@ -149,6 +149,7 @@ class ControlKeeper:
                             f"actor={actor}", now)
             if gone:
                 store.incr_metric("forgets", len(gone))
+                store.note_erasure()        # their words leave the index's files later
                 # No state entry: the push carries the critical state (the tree's counts)
                 # with every forget (SyncEngine.sync), as it does with every new fact.
                 if not enqueue:

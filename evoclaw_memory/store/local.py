@@ -16,7 +16,7 @@ from typing import Any, Iterable, Iterator, Optional
 import msgspec
 
 # Re-exported for callers that caught them here before they moved to errors.py.
-from evoclaw_memory.errors import DamagedStoreError, ReadOnlyStoreError
+from evoclaw_memory.errors import DamagedStoreError, ReadOnlyStoreError, StoreError
 from evoclaw_memory.models import Fact, HotState, TreeNode
 from evoclaw_memory.store.fulltext import FULLTEXT_BATCH, FullTextMixin
 from evoclaw_memory.store.opening import OpeningMixin
@@ -70,6 +70,11 @@ class LocalStore(OpeningMixin, FullTextMixin, OutboxMixin):
 
     def close(self) -> None:
         self.save_link_cursor()
+        # A forget's words leave the full-text files by the end of the command at the latest;
+        # if that fails (the disk full, another writer), the next close or consolidation does.
+        with contextlib.suppress(sqlite3.Error, StoreError):
+            if not self.conn.in_transaction:
+                self.erase_forgotten_words()
         self.conn.close()
 
     def save_link_cursor(self) -> None:

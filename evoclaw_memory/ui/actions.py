@@ -96,6 +96,7 @@ def forget(v: View) -> Response:
     if v.arg("confirm") != "yes":
         return v.render("confirm_forget.html", fact=fact)
     v.mem.forget(fact.id, by=ACTOR)
+    v.mem.store.erase_forgotten_words()     # its words leave the full-text files now
     return v.redirect("/facts", done="forgotten")
 
 
@@ -198,6 +199,7 @@ def forget_matching(v: View) -> Response:
         return v.render("forget.html", query=query, category=category or "", found=found,
                         changed=v.arg("confirm") == "yes", count="")
     gone = v.mem.forget_matching(query, category=category, dry_run=False, by=ACTOR)
+    v.mem.store.erase_forgotten_words()
     return v.redirect("/forget", done="forgotten", n=len(gone))
 
 
